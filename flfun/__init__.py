@@ -1,0 +1,29 @@
+"""flfun: a small, modular, JAX-style functional array library for ML systems research.
+
+Pure functions on immutable arrays (``flfun.numpy``), transformed by ``grad``, ``vmap``, ``jit``, ``pmap`` ...
+Every operation is a primitive whose impl can be swapped with ``register_impl``; every transform follows.
+"""
+from flfun import dtypes, primitives, tree
+from flfun.array import Array
+from flfun.config import config
+from flfun.core import (ConcretizationError, Primitive, ShapedArray, UnexpectedTracerError, get_aval,
+                        register_impl)
+from flfun.primitives import impl_override
+from flfun.primitives.elementwise import stop_gradient
+from flfun.transforms.jacobians import hessian, jacfwd, jacrev
+from flfun.transforms.jvp import jvp, linearize
+from flfun.transforms.vjp import grad, value_and_grad, vjp
+from flfun.transforms.vmap import vmap
+from flfun.tree import (register_dataclass, register_pytree_node, tree_flatten, tree_leaves, tree_map,
+                        tree_structure, tree_unflatten)
+from flfun import lax  # noqa: E402
+from flfun import numpy  # noqa: E402
+
+__version__ = "0.1.0"
+__all__ = [
+    "Array", "ShapedArray", "Primitive", "register_impl", "impl_override", "primitives", "dtypes", "tree",
+    "config", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap",
+    "stop_gradient", "get_aval", "register_pytree_node", "register_dataclass", "tree_map", "tree_flatten",
+    "tree_unflatten", "tree_leaves", "tree_structure", "ConcretizationError", "UnexpectedTracerError",
+    "numpy", "lax",
+]

@@ -1,0 +1,75 @@
+"""Elementwise impls against an array module ``xp``. ufuncs are used bare so that the eager path stays lean
+and the jit executor can pass ``out=``."""
+from __future__ import annotations
+
+import math
+
+
+def impls(xp) -> dict:
+    def rsqrt(x, out=None):
+        r = xp.sqrt(x, out=out)
+        return xp.divide(1, r, out=r) if out is not None else 1 / r
+
+    def logistic(x):
+        e = xp.exp(-xp.abs(x))
+        return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+    erf_scalar = xp.vectorize(math.erf) if hasattr(xp, "vectorize") else None
+
+    def erf(x):
+        if xp.__name__ == "numpy":
+            return erf_scalar(x).astype(x.dtype, copy=False)
+        import cupyx.scipy.special as special
+        return special.erf(x)
+
+    def shift_right_logical(x, y):
+        unsigned = xp.dtype(f"uint{x.dtype.itemsize * 8}")
+        out = xp.right_shift(x.view(unsigned) if hasattr(x, "view") else xp.asarray(x).view(unsigned),
+                             y.astype(unsigned))
+        return xp.where(y >= x.dtype.itemsize * 8, 0, out).astype(x.dtype)
+
+    def shift_left(x, y):
+        return xp.where(y >= x.dtype.itemsize * 8, 0, xp.left_shift(x, y)).astype(x.dtype)
+
+    def select_n(which, *cases):
+        if len(cases) == 1:
+            return xp.broadcast_to(cases[0], xp.broadcast_shapes(xp.shape(which), xp.shape(cases[0]))).copy()
+        if which.dtype == bool:
+            return xp.where(which, cases[1], cases[0])
+        return xp.choose(which, cases)
+
+    def integer_pow(x, *, y):
+        if y == 2:
+            return xp.square(x)
+        if y == 1:
+            return x
+        return xp.power(x, y).astype(x.dtype, copy=False)
+
+    def rem(x, y):
+        return xp.fmod(x, y)
+
+    return {
+        "neg": xp.negative, "abs": xp.absolute, "sign": xp.sign, "exp": xp.exp, "log": xp.log,
+        "log1p": xp.log1p, "expm1": xp.expm1, "sqrt": xp.sqrt, "rsqrt": rsqrt, "sin": xp.sin, "cos": xp.cos,
+        "tan": xp.tan, "tanh": xp.tanh, "asin": xp.arcsin, "acos": xp.arccos, "atan": xp.arctan,
+        "sinh": xp.sinh, "cosh": xp.cosh, "logistic": logistic, "erf": erf, "floor": xp.floor, "ceil": xp.ceil,
+        "round": xp.round, "is_finite": xp.isfinite, "not": xp.invert, "integer_pow": integer_pow,
+        "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": _div(xp), "rem": rem, "pow": xp.power,
+        "max": xp.maximum, "min": xp.minimum, "atan2": xp.arctan2, "and": xp.bitwise_and, "or": xp.bitwise_or,
+        "xor": xp.bitwise_xor, "shift_left": shift_left, "shift_right_logical": shift_right_logical,
+        "shift_right_arithmetic": xp.right_shift, "eq": xp.equal, "ne": xp.not_equal, "lt": xp.less,
+        "le": xp.less_equal, "gt": xp.greater, "ge": xp.greater_equal, "select_n": select_n,
+        "clamp": lambda lo, x, hi: xp.minimum(xp.maximum(x, lo), hi),
+        "convert_element_type": lambda x, *, new_dtype, weak_type=False: x.astype(new_dtype),
+        "stop_gradient": lambda x: x,
+    }
+
+
+def _div(xp):
+    def div(x, y, out=None):
+        if x.dtype.kind in "iu":   # integer division truncates toward zero (C semantics, like lax.div)
+            q = xp.floor_divide(x, y)
+            fix = (xp.remainder(x, y) != 0) & ((x < 0) != (y < 0))
+            return (q + fix).astype(x.dtype, copy=False)
+        return xp.true_divide(x, y, out=out)
+    return div

@@ -1,0 +1,25 @@
+"""Run-time switches, read from the environment in one place.
+
+``FLFUN_DEBUG=1`` turns on extra checks; ``FLFUN_JIT_PLANNED=0`` runs jitted programs without the memory
+planner; ``FLFUN_BACKEND`` picks the default backend; ``FLFUN_CPU_DEVICES`` sets the number of CPU devices.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+def _flag(name: str, default: bool) -> bool:
+    return os.environ.get(name, "1" if default else "0").lower() not in ("0", "false", "no", "off", "")
+
+
+@dataclass
+class Config:
+    debug: bool = _flag("FLFUN_DEBUG", False)
+    jit_planned: bool = _flag("FLFUN_JIT_PLANNED", True)
+    default_backend: str = os.environ.get("FLFUN_BACKEND", "numpy")
+    cpu_devices: int = int(os.environ.get("FLFUN_CPU_DEVICES", "1"))
+    tf32: bool = _flag("FLFUN_TF32", False)
+
+
+config = Config()

@@ -1,0 +1,440 @@
+"""The heart of flfun: abstract values, primitives, the trace stack and ``bind``.
+
+Every operation is ``bind(primitive, *arrays, **params)``. With no transform active, ``bind`` checks shapes with
+the primitive's abstract-eval rule and calls the impl registered for the operands' backend (the eager path).
+Otherwise it hands the primitive to the innermost active trace (jvp, vmap, staging, ...), which applies the
+primitive's rule for that transform. Levels on a stack keep nested transforms apart (as in JAX's autodidax).
+"""
+from __future__ import annotations
+
+import itertools
+from contextlib import contextmanager
+from typing import Any, Callable
+
+import numpy as np
+
+from flfun import dtypes
+from flfun.array import Array
+
+
+# --------------------------------------------------------------------------------------------- abstract values
+class ShapedArray:
+    """What a transform knows about an array: its shape, dtype and whether it is a weak Python scalar."""
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type: bool = False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    nbytes = property(lambda self: self.size * self.dtype.itemsize)
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+        return ShapedArray(self.shape if shape is None else shape, self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak(self) -> "ShapedArray":
+        return ShapedArray(self.shape, self.dtype) if self.weak_type else self
+
+    def str_short(self) -> str:
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __eq__(self, other):
+        return (type(other) is ShapedArray and self.shape == other.shape and self.dtype == other.dtype
+                and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        return f"ShapedArray({self.str_short()}{', weak' if self.weak_type else ''})"
+
+
+def short(x) -> str:
+    """Short description of anything with shape and dtype: ``f32[3,4]``."""
+    return f"{dtypes.short_name(x.dtype)}[{','.join(map(str, x.shape))}]"
+
+
+def is_weak(x) -> bool:
+    return getattr(x, "weak_type", False) or type(x) in (int, float, bool)
+
+
+def get_aval(x) -> ShapedArray:
+    """The abstract value of an Array, Tracer, numpy array or Python scalar."""
+    if isinstance(x, Tracer):
+        return x.aval
+    if isinstance(x, (Array, np.ndarray, np.generic)):
+        return ShapedArray(x.shape, x.dtype)
+    if type(x) in (int, float, bool):
+        return ShapedArray((), dtypes.scalar_dtype(x), weak_type=True)
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return ShapedArray(x.shape, x.dtype)
+    raise TypeError(f"{type(x).__name__} is not a valid flfun array type: {x!r:.80}")
+
+
+# --------------------------------------------------------------------------------------------------- primitives
+_PRIMITIVES: dict[str, "Primitive"] = {}
+_registry_version = itertools.count(1)
+registry_version = 0
+
+
+class Primitive:
+    """One operation and all of its rules.
+
+    ``abstract_eval(*avals, **params)`` is the shape/dtype rule (it raises the clear errors); ``impls`` maps a
+    backend name to ``fn(*buffers, **params)``; ``jvp``, ``transpose`` and ``batch`` are the transform rules;
+    ``inplace`` lists operand indices whose buffer the output may overwrite when the operand dies here.
+
+    Example::
+
+        square_p = Primitive("square")
+        square_p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
+        register_impl(square_p, "numpy", lambda x: x * x)
+        square_p.def_jvp(lambda primals, tangents: (square(primals[0]), 2 * primals[0] * tangents[0]))
+    """
+
+    def __init__(self, name: str, *, multiple_results: bool = False):
+        self.name = name
+        self.multiple_results = multiple_results
+        self.impls: dict[str, Callable] = {}
+        self.abstract_eval: Callable | None = None
+        self.jvp: Callable | None = None
+        self.transpose: Callable | None = None
+        self.batch: Callable | None = None
+        self.inplace: tuple[int, ...] = ()
+        self.collective = False   # collectives name mapped axes in params["axes"]
+        _PRIMITIVES[name] = self
+
+    def bind(self, *args, **params):
+        return bind(self, *args, **params)
+
+    def def_abstract_eval(self, fn: Callable) -> Callable:
+        self.abstract_eval = fn
+        return fn
+
+    def def_impl(self, backend: str = "numpy") -> Callable:
+        def register(fn):
+            register_impl(self, backend, fn)
+            return fn
+        return register
+
+    def def_jvp(self, fn: Callable) -> Callable:
+        self.jvp = fn
+        return fn
+
+    def def_transpose(self, fn: Callable) -> Callable:
+        self.transpose = fn
+        return fn
+
+    def def_batch(self, fn: Callable) -> Callable:
+        self.batch = fn
+        return fn
+
+    def __repr__(self):
+        return self.name
+
+
+def register_impl(prim: Primitive, backend: str, fn: Callable | None) -> Callable | None:
+    """Install ``fn`` as ``prim``'s implementation on ``backend``; returns the previous one (or ``None``).
+
+    Every transform (eager, grad, vmap, jit, pmap) uses the new impl from the next call on, because they all
+    evaluate primitives through this registry; jit caches are keyed on the registry version.
+
+    Example::
+
+        old = register_impl(primitives.get("add"), "numpy", lambda x, y: np.add(x, y))
+    """
+    global registry_version
+    if not isinstance(prim, Primitive):
+        raise TypeError(f"register_impl: expected a Primitive, got {prim!r}")
+    old = prim.impls.get(backend)
+    if fn is None:
+        prim.impls.pop(backend, None)
+    else:
+        prim.impls[backend] = fn
+    registry_version = next(_registry_version)
+    return old
+
+
+def missing_rule(kind: str, prim: Primitive, backend: str | None = None) -> NotImplementedError:
+    where = f" on backend '{backend}'" if backend else ""
+    return NotImplementedError(f"{prim.name}: no {kind} rule is defined{where}")
+
+
+# ------------------------------------------------------------------------------------------------------- traces
+class UnexpectedTracerError(Exception):
+    """A traced value escaped the transform that created it."""
+
+
+class ConcretizationError(TypeError):
+    """A traced value was used where Python needs a concrete one (``if``, ``int()``, numpy conversion)."""
+
+
+class MainTrace:
+    __slots__ = ("level", "trace_type", "global_data", "active", "trace")
+
+    def __init__(self, level, trace_type, global_data):
+        self.level, self.trace_type, self.global_data, self.active = level, trace_type, global_data, True
+        self.trace = trace_type(self)
+
+    def __repr__(self):
+        return f"MainTrace({self.level}, {self.trace_type.__name__})"
+
+
+class Trace:
+    """One transform's interpreter: lifts values into its tracers and processes primitives on them."""
+
+    def __init__(self, main: MainTrace):
+        self.main = main
+
+    def pure(self, val):
+        raise NotImplementedError
+
+    def lift(self, val):
+        return self.pure(val)
+
+    def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> list:
+        raise NotImplementedError
+
+
+class Tracer(Array):
+    """A value inside a transform. Subclasses set ``_trace`` and provide ``aval``."""
+    __slots__ = ("_trace",)
+
+    aval: ShapedArray
+
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def weak_type(self):
+        return self.aval.weak_type
+
+    @property
+    def device(self):
+        return None
+
+    def full_lower(self):
+        return self
+
+    def _concrete_error(self, what: str):
+        return ConcretizationError(
+            f"{what} needs a concrete value, but this array is traced ({self.aval.str_short()} under "
+            f"{type(self._trace).__name__}). Inside a transform use flfun.numpy.where / flfun.lax.select "
+            f"or structured control flow instead of Python if/while, or mark the argument static "
+            f"(jit's static_argnums).")
+
+    def __bool__(self):
+        raise self._concrete_error("bool() / Python control flow (if, while, and, or)")
+
+    def __array__(self, dtype=None, copy=None):
+        raise self._concrete_error("conversion to a numpy array")
+
+    def _scalar(self, kind):
+        raise self._concrete_error(f"conversion to Python {kind.__name__}")
+
+    def __index__(self):
+        raise self._concrete_error("use as a Python index")
+
+    def item(self, *args):
+        raise self._concrete_error("item()")
+
+    def tolist(self):
+        raise self._concrete_error("tolist()")
+
+    def __dlpack__(self, **kw):
+        raise self._concrete_error("__dlpack__")
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+    __str__ = __repr__
+
+
+class EvalTrace(Trace):
+    """The bottom of the stack: evaluate with the registered impl."""
+
+    def pure(self, val):
+        return to_array(val)
+
+    def process_primitive(self, prim, tracers, params):
+        out = eval_primitive(prim, tracers, params)
+        return out if prim.multiple_results else [out]
+
+
+class _State:
+    eager = True             # no transform active: bind takes the fast path
+    dynamic: MainTrace | None = None
+
+
+_state = _State()
+trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
+
+
+def _refresh_state():
+    _state.eager = len(trace_stack) == 1 and _state.dynamic is None
+
+
+@contextmanager
+def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False):
+    """Push a new main trace (a transform level). With ``dynamic``, it captures every bind (jit staging)."""
+    main = MainTrace(len(trace_stack), trace_type, global_data)
+    trace_stack.append(main)
+    prev_dynamic = _state.dynamic
+    if dynamic:
+        _state.dynamic = main
+    _refresh_state()
+    try:
+        yield main
+    finally:
+        main.active = False
+        trace_stack.pop()
+        _state.dynamic = prev_dynamic
+        _refresh_state()
+
+
+def _leaked(prim_name: str, tracer: Tracer) -> UnexpectedTracerError:
+    return UnexpectedTracerError(
+        f"{prim_name}: an array traced by {type(tracer._trace).__name__} ({tracer.aval.str_short()}) was used "
+        f"after the transform that created it had returned (it leaked, e.g. through a global, a list or "
+        f"a closure). Return values from the transformed function instead of storing them.")
+
+
+def find_top_trace(prim: Primitive, args, params) -> Trace:
+    top = trace_stack[0]
+    for a in args:
+        if isinstance(a, Tracer):
+            m = a._trace.main
+            if not m.active:
+                raise _leaked(prim.name, a)
+            if m.level > top.level:
+                top = m
+    dyn = _state.dynamic
+    if dyn is not None and dyn.level > top.level:
+        top = dyn
+    if prim.collective:
+        for name in params["axes"]:
+            m = axis_main(name, prim.name)
+            if m.level > top.level:
+                top = m
+    return top.trace
+
+
+def full_raise(trace: Trace, val):
+    if not isinstance(val, Tracer):
+        return trace.pure(val)
+    m = val._trace.main
+    if m is trace.main:
+        return val
+    if not m.active:
+        raise _leaked("full_raise", val)
+    if m.level < trace.main.level:
+        return trace.lift(val)
+    raise UnexpectedTracerError(f"cannot lift a tracer of level {m.level} into level {trace.main.level}")
+
+
+def full_lower(val):
+    return val.full_lower() if isinstance(val, Tracer) else val
+
+
+def bind(prim: Primitive, *args, **params):
+    """Apply ``prim`` to ``args``: evaluate eagerly, or hand it to the innermost active transform."""
+    if _state.eager and not prim.collective:
+        return eval_primitive(prim, args, params)
+    trace = find_top_trace(prim, args, params)
+    tracers = [full_raise(trace, a) for a in args]
+    outs = trace.process_primitive(prim, tracers, params)
+    if prim.multiple_results:
+        return [full_lower(o) for o in outs]
+    return full_lower(outs[0])
+
+
+def axis_main(name, op: str = "collective") -> MainTrace:
+    """The innermost active trace that maps the named axis ``name`` (vmap/pmap with ``axis_name``)."""
+    for m in reversed(trace_stack):
+        if getattr(m.global_data, "name", None) == name:
+            return m
+    raise NameError(f"{op}: unbound axis name {name!r}; collectives need an enclosing vmap or pmap "
+                    f"with axis_name={name!r}")
+
+
+# --------------------------------------------------------------------------------------------- eager evaluation
+_default_device = None
+
+
+def default_device():
+    global _default_device
+    if _default_device is None:
+        from flfun.backends import default_device as dd
+        _default_device = dd()
+    return _default_device
+
+
+def set_default_device(device) -> None:
+    global _default_device
+    _default_device = device
+
+
+_new_array = object.__new__
+
+
+def wrap(value, device) -> Array:
+    """Wrap a backend buffer (never copied) as an Array on ``device``."""
+    a = _new_array(Array)
+    a._value = value
+    a._device = device
+    return a
+
+
+def to_array(x, dtype=None) -> Array:
+    """A concrete Array from an Array, numpy array or Python scalar (numpy inputs are copied)."""
+    if type(x) is Array:
+        return x
+    if isinstance(x, Tracer):
+        raise _leaked("to_array", x)
+    dev = default_device()
+    if type(x) in (int, float, bool):
+        dtype = dtypes.scalar_dtype(x) if dtype is None else dtype
+        return wrap(dev.put(np.asarray(x, dtype=dtype)), dev)
+    if isinstance(x, np.generic):
+        return wrap(dev.put(np.asarray(x, dtype=dtype)), dev)
+    return wrap(dev.put(np.array(x, dtype=dtype, copy=True)), dev)
+
+
+def eval_primitive(prim: Primitive, args, params):
+    """The eager path: check with the abstract-eval rule, call the backend impl, wrap the result."""
+    vals = []
+    device = None
+    for a in args:
+        if type(a) is not Array:
+            if isinstance(a, Tracer):
+                raise _leaked(prim.name, a)
+            a = to_array(a)
+        if device is None:
+            device = a._device
+        elif a._device is not device:
+            raise ValueError(f"{prim.name}: operands live on different devices ({device} and {a._device}); "
+                             f"move them with flfun.device_put first")
+        vals.append(a._value)
+    if device is None:
+        device = params.get("device") or default_device()
+    prim.abstract_eval(*vals, **params)
+    impl = prim.impls.get(device.backend)
+    if impl is None:
+        raise missing_rule("impl", prim, device.backend)
+    out = impl(*vals, **params)
+    if prim.multiple_results:
+        return [wrap(o, device) for o in out]
+    return wrap(out, device)

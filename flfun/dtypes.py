@@ -1,0 +1,127 @@
+"""Dtypes, type promotion with weak Python scalars, and short names such as ``f32[3,4]``.
+
+flfun uses numpy's dtype objects. Promotion follows the array API standard; where the standard is silent
+(integer with float, signed with 64-bit unsigned) flfun keeps the float (``int32 + float32 -> float32``) as JAX
+does. Python scalars are *weak*: they take the dtype of the array they meet (``f32 * 2.0 -> f32``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+
+DEFAULT_FLOAT = float32
+DEFAULT_INT = int64
+SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64)
+_SHORT = {bool_: "bool", float16: "f16", float32: "f32", float64: "f64",
+          int8: "i8", int16: "i16", int32: "i32", int64: "i64",
+          uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64"}
+
+
+def canonicalize(dtype) -> np.dtype:
+    """The numpy dtype for ``dtype`` ('float32', np.float32, float, ...), or a clear error if unsupported."""
+    if dtype is float:
+        return DEFAULT_FLOAT
+    if dtype is int:
+        return DEFAULT_INT
+    if dtype is bool:
+        return bool_
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"unsupported dtype {dtype!r}") from None
+    if dt not in _SHORT:
+        raise TypeError(f"unsupported dtype {dt}; flfun supports {', '.join(str(d) for d in SUPPORTED)}")
+    return dt
+
+
+def short_name(dtype) -> str:
+    return _SHORT.get(np.dtype(dtype), str(dtype))
+
+
+def is_float(dtype) -> bool:
+    return np.dtype(dtype).kind == "f"
+
+
+def is_int(dtype) -> bool:
+    """Signed or unsigned integer (not bool)."""
+    return np.dtype(dtype).kind in "iu"
+
+
+def is_unsigned(dtype) -> bool:
+    return np.dtype(dtype).kind == "u"
+
+
+def is_bool(dtype) -> bool:
+    return np.dtype(dtype).kind == "b"
+
+
+def finfo(dtype):
+    return np.finfo(canonicalize(dtype))
+
+
+def iinfo(dtype):
+    return np.iinfo(canonicalize(dtype))
+
+
+def scalar_dtype(x) -> np.dtype:
+    """The dtype a Python scalar gets when it stands alone (the default dtypes)."""
+    if isinstance(x, bool):
+        return bool_
+    if isinstance(x, int):
+        return DEFAULT_INT
+    if isinstance(x, float):
+        return DEFAULT_FLOAT
+    raise TypeError(f"unsupported Python scalar {x!r} of type {type(x).__name__}")
+
+
+def _promote_strong(a: np.dtype, b: np.dtype) -> np.dtype:
+    if a == b:
+        return a
+    ka, kb = a.kind, b.kind
+    if ka == "b":
+        return b
+    if kb == "b":
+        return a
+    if ka == "f" or kb == "f":
+        if ka == "f" and kb == "f":
+            return a if a.itemsize >= b.itemsize else b
+        return a if ka == "f" else b          # integer with float: keep the float (JAX's choice)
+    if ka == kb:                               # both signed or both unsigned
+        return a if a.itemsize >= b.itemsize else b
+    s, u = (a, b) if ka == "i" else (b, a)
+    if s.itemsize > u.itemsize:
+        return s
+    if u.itemsize < 8:
+        return np.dtype(f"int{u.itemsize * 16}")
+    return DEFAULT_FLOAT                       # int64 with uint64 has no integer home
+
+
+def _weak_kind(x) -> int:
+    return 0 if isinstance(x, bool) else 1 if isinstance(x, int) else 2
+
+
+def result_type(*dtypes_and_weak: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
+    """Promote ``(dtype, is_weak)`` pairs; returns the result's ``(dtype, is_weak)``.
+
+    Example: ``result_type((float32, False), (float32, True)) == (float32, False)``.
+    """
+    strong = [d for d, w in dtypes_and_weak if not w]
+    weak = [d for d, w in dtypes_and_weak if w]
+    if strong:
+        out = strong[0]
+        for d in strong[1:]:
+            out = _promote_strong(out, d)
+        for d in weak:
+            if d.kind == "f" and out.kind != "f":
+                out = DEFAULT_FLOAT
+            elif d.kind in "iu" and out.kind == "b":
+                out = DEFAULT_INT
+        return out, False
+    out = weak[0]
+    for d in weak[1:]:
+        out = _promote_strong(out, d)
+    return out, True

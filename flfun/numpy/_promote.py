@@ -1,0 +1,49 @@
+"""Type promotion for ``flfun.numpy``: Python scalars are weak, arrays promote by the array-API table."""
+from __future__ import annotations
+
+from flfun import dtypes
+from flfun.array import Array
+from flfun.core import Tracer, is_weak, to_array
+from flfun.primitives.elementwise import convert_element_type
+
+_SCALARS = (int, float, bool)
+
+
+def asarray_like(x):
+    """An Array or Tracer for ``x`` (numpy arrays and Python scalars are converted, not promoted)."""
+    if isinstance(x, Array):
+        return x
+    return to_array(x)
+
+
+def dtype_and_weak(x):
+    if type(x) in _SCALARS:
+        return dtypes.scalar_dtype(x), True
+    if isinstance(x, Array):
+        return x.dtype, is_weak(x)
+    if hasattr(x, "dtype"):
+        return dtypes.canonicalize(x.dtype), False
+    if isinstance(x, (list, tuple)):
+        return to_array(x).dtype, False
+    raise TypeError(f"expected an array or a Python scalar, got {type(x).__name__}")
+
+
+def promote(op: str, *args, to_float: bool = False):
+    """Convert ``args`` to arrays of their common dtype (a float one with ``to_float``)."""
+    dt, weak = dtypes.result_type(*[dtype_and_weak(a) for a in args])
+    if to_float and not dtypes.is_float(dt):
+        dt = dtypes.DEFAULT_FLOAT
+    out = []
+    for a in args:
+        if type(a) in _SCALARS:
+            out.append(to_array(a, dt) if not weak else to_array(a, dt))
+            continue
+        a = asarray_like(a)
+        out.append(a if a.dtype == dt else convert_element_type(a, dt, weak_type=weak and is_weak(a)))
+    return out
+
+
+def to_float(x):
+    """``x`` as an array, cast to the default float dtype if it is not floating point already."""
+    x = asarray_like(x)
+    return x if dtypes.is_float(x.dtype) else convert_element_type(x, dtypes.DEFAULT_FLOAT)

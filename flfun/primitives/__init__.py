@@ -1,0 +1,52 @@
+"""The primitive registry: every primitive, looked up by name, with its impls swappable at run time.
+
+Families live in one file each (elementwise, reduce, shape, indexing, linalg, collective, random); a primitive's
+shape rule and its jvp / transpose / batching rules stand together in its block there.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+from flfun.core import _PRIMITIVES, Primitive, register_impl
+
+from flfun.primitives import elementwise, reduce, shape, indexing, linalg, collective  # noqa: F401  (registers)
+
+
+def get(name: str) -> Primitive:
+    """The primitive called ``name``: ``primitives.get("add")``."""
+    try:
+        return _PRIMITIVES[name]
+    except KeyError:
+        raise KeyError(f"no primitive named {name!r}; see flfun.primitives.names()") from None
+
+
+def names() -> list[str]:
+    """Names of all registered primitives, sorted."""
+    return sorted(_PRIMITIVES)
+
+
+def all_primitives() -> list[Primitive]:
+    return [_PRIMITIVES[n] for n in names()]
+
+
+@contextmanager
+def impl_override(prim: Primitive | str, backend: str, fn: Callable) -> Iterator[Callable | None]:
+    """Temporarily replace an impl; yields the previous one.
+
+    Example::
+
+        with impl_override("add", "numpy", counting_add):
+            fl.grad(f)(x)
+    """
+    prim = get(prim) if isinstance(prim, str) else prim
+    from flfun.backends import get_backend
+    get_backend(backend)  # make sure the backend's own impls are installed before we swap one
+    old = register_impl(prim, backend, fn)
+    try:
+        yield old
+    finally:
+        register_impl(prim, backend, old)
+
+
+__all__ = ["Primitive", "register_impl", "get", "names", "all_primitives", "impl_override"]

@@ -1,0 +1,184 @@
+"""Shared rule builders: elementwise (broadcasting) shape rules, batching by moving the mapped axis, and the
+symbolic zeros that autodiff passes around. Families build their primitives from these."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from flfun import dtypes
+from flfun.core import Primitive, ShapedArray, is_weak, short
+
+not_mapped = None
+
+
+class Zero:
+    """A symbolic zero tangent or cotangent of a given aval: rules skip work on it and allocate nothing."""
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Zero({self.aval.str_short()})"
+
+
+def is_zero(x) -> bool:
+    return type(x) is Zero
+
+
+def instantiate(t, aval=None):
+    """A real zeros array for a symbolic Zero (other values pass through)."""
+    if type(t) is Zero:
+        from flfun.primitives.shape import full
+        return full(t.aval.shape, 0, t.aval.dtype)
+    return t
+
+
+def tangent_aval(aval) -> ShapedArray:
+    return ShapedArray(aval.shape, aval.dtype)
+
+
+# -------------------------------------------------------------------------------------------------- shape rules
+_KINDS = {"float": "f", "int": "iu", "bool": "b", "num": "iuf", "intbool": "iub", "any": "iufb"}
+
+
+def check_kinds(op: str, kinds: str, *avals) -> None:
+    allowed = _KINDS[kinds]
+    for a in avals:
+        if np.dtype(a.dtype).kind not in allowed:
+            what = {"f": "floating", "iu": "integer", "b": "boolean", "iuf": "numeric",
+                    "iub": "integer or boolean", "iufb": "any"}[allowed]
+            raise TypeError(f"{op}: requires {what} operands, got {short(a)}")
+
+
+def broadcast_shapes(op: str, *avals) -> tuple[int, ...]:
+    """numpy broadcasting of the avals' shapes, or ``TypeError('add: shapes f32[3] and f32[4] ...')``."""
+    ndim = max(len(a.shape) for a in avals)
+    out = []
+    for i in range(ndim):
+        size = 1
+        for a in avals:
+            j = i - (ndim - len(a.shape))
+            d = a.shape[j] if j >= 0 else 1
+            if d != 1:
+                if size not in (1, d):
+                    raise TypeError(f"{op}: shapes do not broadcast: "
+                                    f"{' and '.join(short(a) for a in avals)}")
+                size = d
+        out.append(size)
+    return tuple(out)
+
+
+def naryop_abstract_eval(op: str, kinds: str, out_dtype=None) -> Callable:
+    """Shape rule for a broadcasting elementwise op whose operands share one dtype."""
+    def rule(*avals, **params):
+        d0 = avals[0].dtype
+        for a in avals[1:]:
+            if a.dtype != d0:
+                raise TypeError(f"{op}: operands must have the same dtype, got "
+                                f"{' and '.join(short(a) for a in avals)} (flfun.numpy promotes; lax does not)")
+        check_kinds(op, kinds, *avals)
+        shape = avals[0].shape if len(avals) == 1 else broadcast_shapes(op, *avals)
+        weak = all(is_weak(a) for a in avals)
+        return ShapedArray(shape, d0 if out_dtype is None else out_dtype, weak and out_dtype is None)
+    return rule
+
+
+# ----------------------------------------------------------------------------------------------------- batching
+def moveaxis_to_front(x, bdim, size: int):
+    """``x`` with its mapped axis first; an unmapped ``x`` is broadcast to have one of length ``size``."""
+    from flfun.primitives import shape as S
+    if bdim is not_mapped:
+        return S.broadcast_in_dim(x, (size,) + tuple(x.shape), tuple(range(1, len(x.shape) + 1)))
+    if bdim == 0:
+        return x
+    perm = (bdim,) + tuple(i for i in range(len(x.shape)) if i != bdim)
+    return S.transpose(x, perm)
+
+
+def moveaxis(x, src: int, dst: int):
+    from flfun.primitives import shape as S
+    if src == dst:
+        return x
+    perm = [i for i in range(len(x.shape)) if i != src]
+    perm.insert(dst, src)
+    return S.transpose(x, tuple(perm))
+
+
+def broadcasting_batch(prim: Primitive) -> Callable:
+    """Batch rule for broadcasting elementwise ops: align ranks with the mapped axis in front."""
+    def rule(axis, args, dims, **params):
+        from flfun.primitives import shape as S
+        rank = max(len(a.shape) - (d is not not_mapped) for a, d in zip(args, dims))
+        new_args = []
+        for a, d in zip(args, dims):
+            if d is not_mapped:          # numpy broadcasting aligns unmapped operands from the right
+                new_args.append(a)
+                continue
+            a = moveaxis(a, d, 0)
+            own = len(a.shape) - 1
+            if own < rank:  # insert size-1 axes after the batch axis so broadcasting lines up
+                a = S.reshape(a, (a.shape[0],) + (1,) * (rank - own) + tuple(a.shape[1:]))
+            new_args.append(a)
+        return prim.bind(*new_args, **params), 0
+    return rule
+
+
+def vectorized_batch(prim: Primitive) -> Callable:
+    """Batch rule for unary elementwise ops (the mapped axis stays where it is)."""
+    def rule(axis, args, dims, **params):
+        return prim.bind(*args, **params), dims[0]
+    return rule
+
+
+# ---------------------------------------------------------------------------------------------------- autodiff
+def unbroadcast(ct, aval):
+    """Sum ``ct`` down to ``aval``'s shape: the transpose of numpy broadcasting."""
+    from flfun.primitives import reduce as R, shape as S
+    shape = tuple(aval.shape)
+    if tuple(ct.shape) == shape:
+        return ct
+    lead = len(ct.shape) - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and ct.shape[i + lead] != 1)
+    if axes:
+        ct = R.reduce_sum(ct, axes)
+    return S.reshape(ct, shape) if tuple(ct.shape) != shape else ct
+
+
+def broadcast_to_shape(x, shape: Sequence[int]):
+    """numpy-style broadcast of ``x`` to ``shape`` via broadcast_in_dim (a no-op when shapes match)."""
+    from flfun.primitives import shape as S
+    shape = tuple(shape)
+    if tuple(x.shape) == shape:
+        return x
+    lead = len(shape) - len(x.shape)
+    return S.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+
+
+def linear_jvp(prim: Primitive) -> Callable:
+    """jvp of a primitive that is linear in all operands: apply it to the tangents (zeros instantiated)."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if all(is_zero(t) for t in tangents):
+            return out, Zero(tangent_aval_of(out))
+        return out, prim.bind(*[instantiate(t) for t in tangents], **params)
+    return rule
+
+
+def tangent_aval_of(x) -> ShapedArray:
+    return ShapedArray(x.shape, x.dtype)
+
+
+def zero_jvp(prim: Primitive) -> Callable:
+    """jvp of a primitive whose output is piecewise constant (comparisons, floor, argmax, ...)."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if prim.multiple_results:
+            return out, [Zero(tangent_aval_of(o)) for o in out]
+        return out, Zero(tangent_aval_of(out))
+    return rule
+
+
+def is_float_dtype(dt) -> bool:
+    return dtypes.is_float(dt)

@@ -1,0 +1,469 @@
+"""Elementwise primitives: unary math, broadcasting binary ops, comparisons, select, clamp, casts.
+
+Binary primitives broadcast like numpy but require one dtype (``flfun.numpy`` promotes first). Each block holds
+a primitive's shape rule, jvp, transpose (for linear ones) and batching rule; impls are in
+``flfun/backends/xp/elementwise.py``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from flfun import dtypes
+from flfun.core import Primitive, ShapedArray, bind, is_weak, short
+from flfun.primitives.common import (Zero, broadcast_shapes, broadcast_to_shape, broadcasting_batch, check_kinds,
+                                     instantiate, is_zero, linear_jvp, naryop_abstract_eval, tangent_aval_of,
+                                     unbroadcast, vectorized_batch, zero_jvp)
+
+
+def _const(like, value):
+    """A 0-d constant with ``like``'s dtype (it broadcasts against ``like``)."""
+    from flfun.primitives.shape import full
+    return full((), value, like.dtype)
+
+
+def _unary(name: str, kinds: str = "float", tangent=None, out_dtype=None) -> Primitive:
+    """A unary elementwise primitive; ``tangent(t, x, out)`` gives its jvp (None: piecewise constant)."""
+    p = Primitive(name)
+    p.def_abstract_eval(naryop_abstract_eval(name, kinds, out_dtype))
+    p.def_batch(vectorized_batch(p))
+    if tangent is None:
+        p.def_jvp(zero_jvp(p))
+    else:
+        def jvp(primals, tangents, **params):
+            (x,), (t,) = primals, tangents
+            out = p.bind(x, **params)
+            return out, Zero(tangent_aval_of(out)) if is_zero(t) else tangent(t, x, out)
+        p.def_jvp(jvp)
+    return p
+
+
+def _binary(name: str, kinds: str = "num", out_dtype=None) -> Primitive:
+    p = Primitive(name)
+    p.def_abstract_eval(naryop_abstract_eval(name, kinds, out_dtype))
+    p.def_batch(broadcasting_batch(p))
+    if out_dtype is not None or kinds in ("int", "intbool", "bool"):
+        p.def_jvp(zero_jvp(p))
+    return p
+
+
+def _bind1(prim):
+    def fn(x):
+        return bind(prim, x)
+    fn.__name__ = prim.name
+    fn.__doc__ = f"Elementwise ``{prim.name}`` primitive: ``lax.{prim.name}(x)``."
+    return fn
+
+
+def _bind2(prim):
+    def fn(x, y):
+        return bind(prim, x, y)
+    fn.__name__ = prim.name
+    fn.__doc__ = f"Elementwise ``{prim.name}`` primitive with numpy broadcasting: ``lax.{prim.name}(x, y)``."
+    return fn
+
+
+# ----------------------------------------------------------------------------------------------- unary math
+neg_p = _unary("neg", "num", lambda t, x, out: neg(t))
+neg_p.def_transpose(lambda ct, x: [neg(ct)])
+abs_p = _unary("abs", "num", lambda t, x, out: mul(t, sign(x)))
+sign_p = _unary("sign", "num")
+exp_p = _unary("exp", tangent=lambda t, x, out: mul(t, out))
+log_p = _unary("log", tangent=lambda t, x, out: div(t, x))
+log1p_p = _unary("log1p", tangent=lambda t, x, out: div(t, add(x, _const(x, 1))))
+expm1_p = _unary("expm1", tangent=lambda t, x, out: mul(t, add(out, _const(out, 1))))
+sqrt_p = _unary("sqrt", tangent=lambda t, x, out: div(t, mul(out, _const(out, 2))))
+rsqrt_p = _unary("rsqrt", tangent=lambda t, x, out: mul(t, mul(div(out, x), _const(out, -0.5))))
+sin_p = _unary("sin", tangent=lambda t, x, out: mul(t, cos(x)))
+cos_p = _unary("cos", tangent=lambda t, x, out: neg(mul(t, sin(x))))
+tan_p = _unary("tan", tangent=lambda t, x, out: mul(t, add(_const(out, 1), mul(out, out))))
+tanh_p = _unary("tanh", tangent=lambda t, x, out: mul(t, sub(_const(out, 1), mul(out, out))))
+asin_p = _unary("asin", tangent=lambda t, x, out: mul(t, rsqrt(sub(_const(x, 1), mul(x, x)))))
+acos_p = _unary("acos", tangent=lambda t, x, out: neg(mul(t, rsqrt(sub(_const(x, 1), mul(x, x))))))
+atan_p = _unary("atan", tangent=lambda t, x, out: div(t, add(_const(x, 1), mul(x, x))))
+sinh_p = _unary("sinh", tangent=lambda t, x, out: mul(t, cosh(x)))
+cosh_p = _unary("cosh", tangent=lambda t, x, out: mul(t, sinh(x)))
+logistic_p = _unary("logistic", tangent=lambda t, x, out: mul(t, mul(out, sub(_const(out, 1), out))))
+erf_p = _unary("erf", tangent=lambda t, x, out: mul(t, mul(_const(x, 2 / math.sqrt(math.pi)),
+                                                           exp(neg(mul(x, x))))))
+floor_p = _unary("floor")
+ceil_p = _unary("ceil")
+round_p = _unary("round")
+is_finite_p = _unary("is_finite", "float", out_dtype=dtypes.bool_)
+not_p = _unary("not", "intbool")
+
+neg, abs, sign, exp, log, log1p, expm1, sqrt, rsqrt, sin, cos, tan, tanh, asin, acos, atan, sinh, cosh, \
+    logistic, erf, floor, ceil, round, is_finite, not_ = map(_bind1, (
+        neg_p, abs_p, sign_p, exp_p, log_p, log1p_p, expm1_p, sqrt_p, rsqrt_p, sin_p, cos_p, tan_p, tanh_p, asin_p,
+        acos_p, atan_p, sinh_p, cosh_p, logistic_p, erf_p, floor_p, ceil_p, round_p, is_finite_p, not_p))
+
+# integer_pow: x ** y for a static Python int y (the common x**2 stays one cheap primitive)
+integer_pow_p = Primitive("integer_pow")
+
+
+@integer_pow_p.def_abstract_eval
+def _integer_pow_abstract_eval(x, *, y):
+    check_kinds("integer_pow", "num", x)
+    if not isinstance(y, int) or (y < 0 and not dtypes.is_float(x.dtype)):
+        raise TypeError(f"integer_pow: exponent must be a Python int (non-negative for integers), got {y!r} "
+                        f"for {short(x)}")
+    return ShapedArray(x.shape, x.dtype, is_weak(x))
+
+
+@integer_pow_p.def_jvp
+def _integer_pow_jvp(primals, tangents, *, y):
+    (x,), (t,) = primals, tangents
+    out = integer_pow(x, y)
+    if is_zero(t):
+        return out, Zero(tangent_aval_of(out))
+    dfdx = _const(x, 0) if y == 0 else mul(_const(x, y), integer_pow(x, y - 1))
+    return out, mul(t, dfdx)
+
+
+integer_pow_p.def_batch(vectorized_batch(integer_pow_p))
+
+
+def integer_pow(x, y: int):
+    """``x ** y`` for a static integer ``y``: ``lax.integer_pow(x, 2)``."""
+    return bind(integer_pow_p, x, y=y)
+
+
+# --------------------------------------------------------------------------------------------- binary arithmetic
+add_p = _binary("add")
+add_p.inplace = (0, 1)
+
+
+@add_p.def_jvp
+def _add_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = add(x, y)
+    if is_zero(tx) and is_zero(ty):
+        return out, Zero(tangent_aval_of(out))
+    if is_zero(ty):
+        return out, broadcast_to_shape(tx, out.shape)
+    if is_zero(tx):
+        return out, broadcast_to_shape(ty, out.shape)
+    return out, add(tx, ty)
+
+
+@add_p.def_transpose
+def _add_transpose(ct, x, y):
+    return [unbroadcast(ct, x.aval) if _undef(x) else None, unbroadcast(ct, y.aval) if _undef(y) else None]
+
+
+sub_p = _binary("sub")
+sub_p.inplace = (0, 1)
+
+
+@sub_p.def_jvp
+def _sub_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = sub(x, y)
+    if is_zero(tx) and is_zero(ty):
+        return out, Zero(tangent_aval_of(out))
+    if is_zero(ty):
+        return out, broadcast_to_shape(tx, out.shape)
+    if is_zero(tx):
+        return out, broadcast_to_shape(neg(ty), out.shape)
+    return out, sub(tx, ty)
+
+
+@sub_p.def_transpose
+def _sub_transpose(ct, x, y):
+    return [unbroadcast(ct, x.aval) if _undef(x) else None, unbroadcast(neg(ct), y.aval) if _undef(y) else None]
+
+
+mul_p = _binary("mul")
+mul_p.inplace = (0, 1)
+
+
+@mul_p.def_jvp
+def _mul_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = mul(x, y)
+    terms = [mul(tx, y) if not is_zero(tx) else None, mul(x, ty) if not is_zero(ty) else None]
+    terms = [t for t in terms if t is not None]
+    if not terms:
+        return out, Zero(tangent_aval_of(out))
+    t = terms[0] if len(terms) == 1 else add(*terms)
+    return out, broadcast_to_shape(t, out.shape)
+
+
+@mul_p.def_transpose
+def _mul_transpose(ct, x, y):
+    if _undef(x) and _undef(y):
+        raise TypeError("mul: transpose of a product of two linear operands (the function is not linear)")
+    if _undef(x):
+        return [unbroadcast(mul(ct, y), x.aval), None]
+    return [None, unbroadcast(mul(x, ct), y.aval)]
+
+
+div_p = _binary("div")
+div_p.inplace = (0, 1)
+
+
+@div_p.def_jvp
+def _div_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = div(x, y)
+    if not dtypes.is_float(out.dtype) or (is_zero(tx) and is_zero(ty)):
+        return out, Zero(tangent_aval_of(out))
+    num = tx if is_zero(ty) else (neg(mul(out, ty)) if is_zero(tx) else sub(tx, mul(out, ty)))
+    return out, broadcast_to_shape(div(num, y), out.shape)
+
+
+@div_p.def_transpose
+def _div_transpose(ct, x, y):
+    if _undef(y):
+        raise TypeError("div: transpose with respect to the divisor (the function is not linear in it)")
+    return [unbroadcast(div(ct, y), x.aval), None]
+
+
+rem_p = _binary("rem")
+
+
+@rem_p.def_jvp
+def _rem_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = rem(x, y)
+    if not dtypes.is_float(out.dtype) or (is_zero(tx) and is_zero(ty)):
+        return out, Zero(tangent_aval_of(out))
+    q = div(sub(x, out), y)                      # = trunc(x / y), exact in floating point
+    t = broadcast_to_shape(instantiate(tx), out.shape)
+    if not is_zero(ty):
+        t = sub(t, mul(ty, q))
+    return out, t
+
+
+pow_p = _binary("pow")
+
+
+@pow_p.def_jvp
+def _pow_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = pow(x, y)
+    if not dtypes.is_float(out.dtype) or (is_zero(tx) and is_zero(ty)):
+        return out, Zero(tangent_aval_of(out))
+    t = None
+    if not is_zero(tx):
+        # y * x**(y-1), written to stay finite at x == 0 for y >= 1
+        t = mul(tx, mul(y, pow(x, sub(y, _const(y, 1)))))
+    if not is_zero(ty):
+        safe_log = log(select_n(eq(x, _const(x, 0)), x, broadcast_to_shape(_const(x, 1), x.shape)))
+        ty_term = mul(ty, mul(safe_log, out))
+        t = ty_term if t is None else add(t, ty_term)
+    return out, broadcast_to_shape(t, out.shape)
+
+
+def _minmax_jvp(prim, pick_x):
+    def rule(primals, tangents):
+        x, y = primals
+        tx, ty = tangents
+        out = prim.bind(x, y)
+        if is_zero(tx) and is_zero(ty):
+            return out, Zero(tangent_aval_of(out))
+        tx = broadcast_to_shape(instantiate(tx) if is_zero(tx) else tx, out.shape)
+        ty = broadcast_to_shape(instantiate(ty) if is_zero(ty) else ty, out.shape)
+        half = _const(out, 0.5)
+        # ties split the tangent evenly (JAX's convention), so max(x, x) has derivative 1
+        tie = mul(add(tx, ty), half)
+        return out, select_n(pick_x(x, y), select_n(eq(x, y), ty, tie), tx)
+    return rule
+
+
+max_p = _binary("max")
+max_p.def_jvp(_minmax_jvp(max_p, lambda x, y: gt(x, y)))
+min_p = _binary("min")
+min_p.def_jvp(_minmax_jvp(min_p, lambda x, y: lt(x, y)))
+
+atan2_p = _binary("atan2", "float")
+
+
+@atan2_p.def_jvp
+def _atan2_jvp(primals, tangents):
+    x, y = primals
+    tx, ty = tangents
+    out = atan2(x, y)
+    if is_zero(tx) and is_zero(ty):
+        return out, Zero(tangent_aval_of(out))
+    denom = add(mul(x, x), mul(y, y))
+    t = None
+    if not is_zero(tx):
+        t = mul(tx, div(y, denom))
+    if not is_zero(ty):
+        term = neg(mul(ty, div(x, denom)))
+        t = term if t is None else add(t, term)
+    return out, broadcast_to_shape(t, out.shape)
+
+
+and_p = _binary("and", "intbool")
+or_p = _binary("or", "intbool")
+xor_p = _binary("xor", "intbool")
+shift_left_p = _binary("shift_left", "int")
+shift_right_logical_p = _binary("shift_right_logical", "int")
+shift_right_arithmetic_p = _binary("shift_right_arithmetic", "int")
+eq_p = _binary("eq", "any", dtypes.bool_)
+ne_p = _binary("ne", "any", dtypes.bool_)
+lt_p = _binary("lt", "num", dtypes.bool_)
+le_p = _binary("le", "num", dtypes.bool_)
+gt_p = _binary("gt", "num", dtypes.bool_)
+ge_p = _binary("ge", "num", dtypes.bool_)
+
+add, sub, mul, div, rem, pow, max, min, atan2, and_, or_, xor, shift_left, shift_right_logical, \
+    shift_right_arithmetic, eq, ne, lt, le, gt, ge = map(_bind2, (
+        add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, and_p, or_p, xor_p, shift_left_p,
+        shift_right_logical_p, shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+
+
+def _undef(x) -> bool:
+    from flfun.transforms.vjp import UndefinedPrimal
+    return type(x) is UndefinedPrimal
+
+
+# ------------------------------------------------------------------------------------------------- select_n
+select_n_p = Primitive("select_n")
+
+
+@select_n_p.def_abstract_eval
+def _select_n_abstract_eval(which, *cases):
+    if not cases:
+        raise TypeError("select_n: needs at least one case")
+    if which.dtype != dtypes.bool_ and not dtypes.is_int(which.dtype):
+        raise TypeError(f"select_n: the selector must be bool or integer, got {short(which)}")
+    if which.dtype == dtypes.bool_ and len(cases) > 2:
+        raise TypeError(f"select_n: a boolean selector picks between at most 2 cases, got {len(cases)}")
+    d0 = cases[0].dtype
+    if any(c.dtype != d0 for c in cases):
+        raise TypeError(f"select_n: cases must have one dtype, got {', '.join(short(c) for c in cases)}")
+    shape = broadcast_shapes("select_n", which, *cases)
+    return ShapedArray(shape, d0, all(is_weak(c) for c in cases))
+
+
+@select_n_p.def_jvp
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n(which, *cases)
+    case_ts = tangents[1:]
+    if all(is_zero(t) for t in case_ts) or not dtypes.is_float(out.dtype):
+        return out, Zero(tangent_aval_of(out))
+    ts = [instantiate(t) for t in case_ts]
+    return out, broadcast_to_shape(select_n(which, *ts), out.shape)
+
+
+@select_n_p.def_transpose
+def _select_n_transpose(ct, which, *cases):
+    if _undef(which):
+        raise TypeError("select_n: the selector is not a linear input")
+    zeros = None
+    outs = [None]
+    for i, c in enumerate(cases):
+        if not _undef(c):
+            outs.append(None)
+            continue
+        if zeros is None:
+            zeros = instantiate(Zero(ShapedArray(ct.shape, ct.dtype)))
+        picked = select_n(which, *[ct if j == i else zeros for j in range(len(cases))])
+        outs.append(unbroadcast(picked, c.aval))
+    return outs
+
+
+select_n_p.def_batch(broadcasting_batch(select_n_p))
+
+
+def select_n(which, *cases):
+    """``cases[which]`` elementwise (``which`` bool picks ``cases[1]`` where True): ``lax.select_n(p, f, t)``."""
+    return bind(select_n_p, which, *cases)
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred`` else ``on_false`` (lax.select's argument order)."""
+    return select_n(pred, on_false, on_true)
+
+
+# --------------------------------------------------------------------------------------------------- clamp
+clamp_p = Primitive("clamp")
+
+
+@clamp_p.def_abstract_eval
+def _clamp_abstract_eval(lo, x, hi):
+    if not (lo.dtype == x.dtype == hi.dtype):
+        raise TypeError(f"clamp: operands must have one dtype, got {short(lo)}, {short(x)}, {short(hi)}")
+    check_kinds("clamp", "num", x)
+    return ShapedArray(broadcast_shapes("clamp", lo, x, hi), x.dtype, is_weak(x))
+
+
+@clamp_p.def_jvp
+def _clamp_jvp(primals, tangents):
+    lo, x, hi = primals
+    out = clamp(lo, x, hi)
+    if all(is_zero(t) for t in tangents) or not dtypes.is_float(out.dtype):
+        return out, Zero(tangent_aval_of(out))
+    tlo, tx, thi = (broadcast_to_shape(instantiate(t), out.shape) for t in tangents)
+    xb = broadcast_to_shape(x, out.shape)
+    return out, select_n(lt(xb, lo), select_n(gt(xb, hi), tx, thi), tlo)
+
+
+clamp_p.def_batch(broadcasting_batch(clamp_p))
+
+
+def clamp(lo, x, hi):
+    """``x`` clipped to ``[lo, hi]`` elementwise: ``lax.clamp(0., x, 1.)``."""
+    return bind(clamp_p, lo, x, hi)
+
+
+# ------------------------------------------------------------------------------------------ convert_element_type
+convert_element_type_p = Primitive("convert_element_type")
+
+
+@convert_element_type_p.def_abstract_eval
+def _convert_element_type_abstract_eval(x, *, new_dtype, weak_type=False):
+    return ShapedArray(x.shape, dtypes.canonicalize(new_dtype), weak_type)
+
+
+@convert_element_type_p.def_jvp
+def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type=False):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type(x, new_dtype, weak_type)
+    if is_zero(t) or not dtypes.is_float(new_dtype) or not dtypes.is_float(x.dtype):
+        return out, Zero(tangent_aval_of(out))
+    return out, convert_element_type(t, new_dtype)
+
+
+@convert_element_type_p.def_transpose
+def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type=False):
+    return [convert_element_type(ct, x.aval.dtype)]
+
+
+convert_element_type_p.def_batch(vectorized_batch(convert_element_type_p))
+
+
+def convert_element_type(x, new_dtype, weak_type: bool = False):
+    """Cast to ``new_dtype``: ``lax.convert_element_type(x, 'float32')``."""
+    return bind(convert_element_type_p, x, new_dtype=dtypes.canonicalize(new_dtype), weak_type=weak_type)
+
+
+# --------------------------------------------------------------------------------------------- stop_gradient
+stop_gradient_p = Primitive("stop_gradient")
+stop_gradient_p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype, is_weak(x)))
+stop_gradient_p.def_jvp(zero_jvp(stop_gradient_p))
+stop_gradient_p.def_batch(vectorized_batch(stop_gradient_p))
+
+
+def stop_gradient(x):
+    """The identity whose derivative is zero: ``fl.grad(lambda x: stop_gradient(x) * x)(3.) == 3.``."""
+    from flfun.tree import tree_map
+    return tree_map(lambda a: bind(stop_gradient_p, a), x)
+
+
+UNARY = (neg_p, abs_p, sign_p, exp_p, log_p, log1p_p, expm1_p, sqrt_p, rsqrt_p, sin_p, cos_p, tan_p, tanh_p,
+         asin_p, acos_p, atan_p, sinh_p, cosh_p, logistic_p, erf_p, floor_p, ceil_p, round_p, is_finite_p, not_p)
+BINARY = (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, and_p, or_p, xor_p, shift_left_p,
+          shift_right_logical_p, shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p)
+del np

@@ -1,0 +1,149 @@
+"""Forward mode: ``jvp`` and ``linearize``, an interpreter that carries a tangent beside every value.
+
+Absent tangents are symbolic ``Zero``s, so inputs that are not differentiated cost nothing. ``linearize`` runs
+the jvp with tangents staged into a ``Program`` (partial evaluation by trace level: primal work runs on the outer
+levels, tangent work is recorded), which ``vjp`` then transposes.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from flfun import dtypes
+from flfun.core import Trace, Tracer, full_raise, get_aval, missing_rule, new_main
+from flfun.ir import Program, eval_program
+from flfun.primitives.common import Zero, instantiate, is_zero, tangent_aval
+from flfun.transforms.staging import ProgramBuilder, StagingTrace
+from flfun.tree import tree_flatten, tree_unflatten
+from flfun.util import safe_map
+
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace, primal, tangent):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self):
+        return get_aval(self.primal)
+
+    def full_lower(self):
+        if is_zero(self.tangent):
+            return self.primal.full_lower() if isinstance(self.primal, Tracer) else self.primal
+        return self
+
+
+class JVPTrace(Trace):
+    def pure(self, val):
+        return JVPTracer(self, val, Zero(tangent_aval(get_aval(val))))
+
+    lift = pure
+
+    def process_primitive(self, prim, tracers, params):
+        primals = [t.primal for t in tracers]
+        tangents = [t.tangent for t in tracers]
+        if all(is_zero(t) for t in tangents):
+            out = prim.bind(*primals, **params)
+            outs = out if prim.multiple_results else [out]
+            return [JVPTracer(self, o, Zero(tangent_aval(get_aval(o)))) for o in outs]
+        if prim.jvp is None:
+            raise missing_rule("jvp", prim)
+        primal_out, tangent_out = prim.jvp(primals, tangents, **params)
+        if prim.multiple_results:
+            return [JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out)]
+        return [JVPTracer(self, primal_out, tangent_out)]
+
+
+def _check_tangent(i, p, t):
+    pa, ta = get_aval(p), get_aval(t)
+    if pa.shape != ta.shape or (dtypes.is_float(pa.dtype) and pa.dtype != ta.dtype):
+        raise ValueError(f"jvp: tangent {i} has aval {ta.str_short()} but its primal has {pa.str_short()}; "
+                         f"they must match")
+
+
+def jvp_flat(f: Callable, primals: list, tangents: list) -> tuple[list, list]:
+    """Flat jvp: ``f(*primals) -> list``; tangents may be ``Zero``; output tangents may be ``Zero``."""
+    with new_main(JVPTrace) as main:
+        trace = main.trace
+        ins = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+        outs = [full_raise(trace, o) for o in f(*ins)]
+        return [o.primal for o in outs], [o.tangent for o in outs]
+
+
+def flatten_fun(f: Callable, in_tree) -> tuple[Callable, list]:
+    """Wrap a pytree function as a flat one; the output structure lands in the returned one-element list."""
+    out_tree = []
+
+    def flat(*leaves):
+        out = f(*tree_unflatten(in_tree, leaves))
+        leaves_out, td = tree_flatten(out)
+        out_tree.append(td)
+        return leaves_out
+    return flat, out_tree
+
+
+def jvp(f: Callable, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    """Forward-mode derivative: ``(f(*primals), df(primals) . tangents)``.
+
+    Example::
+
+        >>> fl.jvp(fnp.sin, (0.0,), (1.0,))
+        (Array(0.), Array(1.))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples (one entry per argument of f)")
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise ValueError(f"jvp: primal and tangent structures differ: {p_tree} and {t_tree}")
+    for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+        _check_tangent(i, p, t)
+    flat, out_tree = flatten_fun(lambda *a: f(*a), p_tree)
+    outs, touts = jvp_flat(flat, p_leaves, t_leaves)
+    touts = [instantiate(t) for t in touts]
+    return tree_unflatten(out_tree[0], outs), tree_unflatten(out_tree[0], touts)
+
+
+def linearize_flat(f: Callable, primals: list):
+    """Run ``f``'s jvp with staged tangents. Returns primal outputs, the linear program, its constants and
+    which output tangents are symbolically zero (those are not program outputs)."""
+    builder = ProgramBuilder()
+    with new_main(StagingTrace, builder) as smain:
+        strace = smain.trace
+        tangents_in = [strace.new_arg(tangent_aval(get_aval(p))) for p in primals]
+        primals_out, tangents_out = jvp_flat(f, primals, tangents_in)
+        zero_out = [is_zero(t) for t in tangents_out]
+        nonzero = [full_raise(strace, t) for t in tangents_out if not is_zero(t)]
+        program, consts = builder.build(tangents_in, nonzero)
+    return primals_out, program, consts, zero_out, [tangent_aval(get_aval(t)) if is_zero(t) else None
+                                                    for t in tangents_out]
+
+
+def linearize(f: Callable, *primals) -> tuple[Any, Callable]:
+    """``(f(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the linear map without re-running ``f``.
+
+    Example::
+
+        >>> y, f_jvp = fl.linearize(fnp.sin, 0.5)
+        >>> f_jvp(1.0)  # cos(0.5)
+    """
+    p_leaves, p_tree = tree_flatten(tuple(primals))
+    flat, out_tree = flatten_fun(lambda *a: f(*a), p_tree)
+    outs, program, consts, zero_out, zero_avals = linearize_flat(flat, p_leaves)
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_flatten(tuple(tangents))
+        if t_tree != p_tree:
+            raise ValueError(f"linearize: tangent structure {t_tree} does not match primals {p_tree}")
+        for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+            _check_tangent(i, p, t)
+        it = iter(eval_program(program, consts, t_leaves))
+        res = [instantiate(Zero(a)) if z else next(it) for z, a in zip(zero_out, zero_avals)]
+        return tree_unflatten(out_tree[0], res)
+
+    return tree_unflatten(out_tree[0], outs), f_jvp
+
+
+__all__ = ["jvp", "linearize", "jvp_flat", "linearize_flat", "JVPTrace", "JVPTracer", "Program", "safe_map"]

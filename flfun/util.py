@@ -1,0 +1,62 @@
+"""Small helpers shared by the whole library (one copy of each)."""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Iterable, Sequence
+
+
+def safe_zip(*seqs: Sequence) -> list[tuple]:
+    """zip that insists on equal lengths: ``safe_zip([1, 2], 'ab') == [(1, 'a'), (2, 'b')]``."""
+    n = len(seqs[0])
+    for s in seqs[1:]:
+        if len(s) != n:
+            raise ValueError(f"safe_zip: lengths differ: {[len(s) for s in seqs]}")
+    return list(zip(*seqs))
+
+
+def safe_map(f: Callable, *seqs: Sequence) -> list:
+    """map over sequences of equal length: ``safe_map(abs, [-1, 2]) == [1, 2]``."""
+    return [f(*args) for args in safe_zip(*seqs)]
+
+
+def unzip2(pairs: Iterable[tuple[Any, Any]]) -> tuple[list, list]:
+    """``unzip2([(1, 'a'), (2, 'b')]) == ([1, 2], ['a', 'b'])``."""
+    xs, ys = [], []
+    for x, y in pairs:
+        xs.append(x)
+        ys.append(y)
+    return xs, ys
+
+
+def split_list(xs: Sequence, n: int) -> tuple[list, list]:
+    """``split_list([1, 2, 3], 1) == ([1], [2, 3])``."""
+    return list(xs[:n]), list(xs[n:])
+
+
+def prod(xs: Iterable[int]) -> int:
+    """Product of integers, 1 for an empty sequence."""
+    return math.prod(xs)
+
+
+def canonical_axis(axis: int, ndim: int, op: str) -> int:
+    """Normalise a possibly negative axis, raising a clear error when it is out of range."""
+    if not isinstance(axis, (int,)) or isinstance(axis, bool):
+        try:
+            axis = int(axis.__index__())
+        except Exception:
+            raise TypeError(f"{op}: axis must be an integer, got {axis!r}") from None
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise ValueError(f"{op}: axis {axis} is out of bounds for an array of rank {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def canonical_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
+    """Normalise ``None`` / int / sequence of axes to a sorted tuple of distinct non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (list, tuple)):
+        out = tuple(canonical_axis(a, ndim, op) for a in axis)
+        if len(set(out)) != len(out):
+            raise ValueError(f"{op}: repeated axis in {tuple(axis)}")
+        return tuple(sorted(out))
+    return (canonical_axis(axis, ndim, op),)
