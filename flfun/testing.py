@@ -1,0 +1,178 @@
+"""Testing helpers for flfun users: hypothesis strategies for shapes and arrays, ``check_grads`` against
+central finite differences (plus the jvp/vjp dot-product identity), and ``check_vmap`` against a Python loop.
+
+Example::
+
+    from hypothesis import given
+    from flfun.testing import arrays, check_grads
+
+    @given(arrays("float64", (3,)))
+    def test_sin(x):
+        check_grads(fnp.sin, (x,), order=2)
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from flfun import dtypes
+from flfun.tree import tree_flatten, tree_map, tree_unflatten
+
+try:
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+except ImportError:  # hypothesis is a test extra; check_grads/check_vmap work without it
+    st = hnp = None
+
+
+# ------------------------------------------------------------------------------------------------- strategies
+def shapes(min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: int = 4):
+    """Strategy for array shapes: ``shapes(max_dims=2)`` draws (), (3,), (2, 4), ..."""
+    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
+
+
+def arrays(dtype, shape, *, low: float = -3.0, high: float = 3.0, unique: bool = False):
+    """Strategy for numpy arrays of ``dtype`` and ``shape`` (a shape or a shape strategy) with finite values in
+    ``[low, high]`` (integers: the same range clipped to the dtype; bools: anything)."""
+    dt = dtypes.canonicalize(dtype)
+    if dt.kind == "f":   # draw in float64 and round, so any bounds work for every width
+        elements = st.floats(low, high, allow_nan=False, allow_infinity=False)
+        return hnp.arrays(np.float64, shape, elements=elements, unique=unique).map(lambda a: a.astype(dt))
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        elements = st.integers(max(int(low), int(info.min)), min(int(high), int(info.max)))
+    else:
+        elements = st.booleans()
+    return hnp.arrays(dt, shape, elements=elements, unique=unique)
+
+
+def broadcastable_shapes(num_shapes: int = 2, min_dims: int = 0, max_dims: int = 3, max_side: int = 4):
+    """Strategy for tuples of mutually broadcastable shapes (and their broadcast result as the last item)."""
+    return hnp.mutually_broadcastable_shapes(num_shapes=num_shapes, min_dims=min_dims, max_dims=max_dims,
+                                             max_side=max_side).map(lambda r: (*r.input_shapes, r.result_shape))
+
+
+def valid_axes(ndim: int, *, allow_none: bool = True, allow_negative: bool = True, single: bool = False):
+    """Strategy for an ``axis`` argument valid for rank ``ndim``: None, an int, or a tuple of distinct ints."""
+    if ndim == 0:
+        return st.none() if allow_none else st.just(())
+    lo = -ndim if allow_negative else 0
+    one = st.integers(lo, ndim - 1)
+    if single:
+        return one
+    many = st.lists(st.integers(0, ndim - 1), unique=True, max_size=ndim).map(tuple)
+    options = [one, many] + ([st.none()] if allow_none else [])
+    return st.one_of(*options)
+
+
+# ------------------------------------------------------------------------------------------------------ checks
+def _f64(x):
+    return np.asarray(x, dtype=np.float64)
+
+
+def _rand_like(rng, x):
+    x = np.asarray(x)
+    return rng.standard_normal(x.shape).astype(x.dtype) if x.dtype.kind == "f" else np.zeros_like(x)
+
+
+def _vdot(a, b) -> float:
+    return float(sum(np.vdot(_f64(x).ravel(), _f64(y).ravel()) for x, y in zip(a, b)))
+
+
+def _assert_close(what, actual, expected, atol, rtol):
+    for a, e in zip(actual, expected):
+        a, e = _f64(a), _f64(e)
+        if a.shape != e.shape:
+            raise AssertionError(f"{what}: shape {a.shape} != expected {e.shape}")
+        if not np.allclose(a, e, atol=atol, rtol=rtol, equal_nan=True):
+            err = np.max(np.abs(a - e)) if a.size else 0.0
+            raise AssertionError(f"{what}: max abs error {err:.3g} exceeds atol={atol}, rtol={rtol}\n"
+                                 f"actual={a}\nexpected={e}")
+
+
+def check_jvp(f: Callable, args: Sequence, *, eps: float | None = None, atol=1e-4, rtol=1e-3, seed=0) -> None:
+    """jvp of ``f`` at ``args`` equals the central finite difference along a random direction."""
+    from flfun.transforms.jvp import jvp
+    from flfun import numpy as fnp
+    rng = np.random.default_rng(seed)
+    args = [np.asarray(a) for a in args]
+    tangents = [_rand_like(rng, a) for a in args]
+    eps = eps or (1e-6 if all(a.dtype != np.float32 for a in args if a.dtype.kind == "f") else 1e-3)
+    _, t_out = jvp(f, tuple(fnp.asarray(a) for a in args), tuple(fnp.asarray(t) for t in tangents))
+    shifted = [lambda s: tuple(fnp.asarray((a + s * eps * t).astype(a.dtype)) if a.dtype.kind == "f"
+                               else fnp.asarray(a) for a, t in zip(args, tangents))]
+    plus = tree_flatten(f(*shifted[0](1)))[0]
+    minus = tree_flatten(f(*shifted[0](-1)))[0]
+    fd = [(_f64(p) - _f64(m)) / (2 * eps) for p, m in zip(plus, minus)]
+    _assert_close("jvp vs finite differences", tree_flatten(t_out)[0], fd, atol, rtol)
+
+
+def check_vjp(f: Callable, args: Sequence, *, atol=1e-4, rtol=1e-3, seed=0) -> None:
+    """The dot-product identity ``<ct, J t> == <J^T ct, t>`` (checks every transpose rule used by ``f``)."""
+    from flfun.transforms.jvp import jvp
+    from flfun.transforms.vjp import vjp
+    from flfun import numpy as fnp
+    rng = np.random.default_rng(seed + 1)
+    args = [np.asarray(a) for a in args]
+    tangents = [_rand_like(rng, a) for a in args]
+    fargs = tuple(fnp.asarray(a) for a in args)
+    out, t_out = jvp(f, fargs, tuple(fnp.asarray(t) for t in tangents))
+    out_leaves, out_tree = tree_flatten(out)
+    cts = [_rand_like(rng, o) for o in out_leaves]
+    _, f_vjp = vjp(f, *fargs)
+    ct_in = f_vjp(tree_unflatten(out_tree, [fnp.asarray(c) for c in cts]))
+    lhs = _vdot(cts, tree_flatten(t_out)[0])
+    rhs = _vdot(tree_flatten(ct_in)[0], tangents)
+    if not np.isclose(lhs, rhs, atol=atol * (1 + abs(lhs)), rtol=rtol):
+        raise AssertionError(f"vjp/jvp dot-product identity fails: <ct, J t> = {lhs} but <J^T ct, t> = {rhs}")
+
+
+def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str] = ("fwd", "rev"),
+                *, atol=1e-4, rtol=1e-3, eps: float | None = None) -> None:
+    """Check derivatives of ``f`` up to ``order``: forward mode against central finite differences and reverse
+    mode through the dot-product identity; higher orders check the derivative functions themselves.
+
+    Example::
+
+        check_grads(lambda x: fnp.sum(fnp.tanh(x) ** 2), (np.ones(3),), order=2)
+    """
+    from flfun.transforms.jvp import jvp
+    from flfun.transforms.vjp import vjp
+    from flfun import numpy as fnp
+    if "fwd" in modes:
+        check_jvp(f, args, eps=eps, atol=atol, rtol=rtol)
+    if "rev" in modes:
+        check_vjp(f, args, atol=atol, rtol=rtol)
+    if order > 1:
+        rng = np.random.default_rng(order)
+        if "fwd" in modes:
+            tangents = [fnp.asarray(_rand_like(rng, a)) for a in args]
+            check_grads(lambda *a: jvp(f, a, tuple(tangents))[1], args, order - 1, modes, atol=atol * 10,
+                        rtol=rtol * 10, eps=eps)
+        if "rev" in modes:
+            out = f(*[fnp.asarray(a) for a in args])
+            cts = tree_map(lambda o: fnp.asarray(_rand_like(rng, o)), out)
+            check_grads(lambda *a: vjp(f, *a)[1](cts), args, order - 1, modes, atol=atol * 10,
+                        rtol=rtol * 10, eps=eps)
+
+
+def check_vmap(f: Callable, args: Sequence, in_axes=0, *, atol=1e-6, rtol=1e-6) -> None:
+    """``vmap(f, in_axes)(*args)`` equals stacking ``f`` applied to each slice in a Python loop."""
+    from flfun.transforms.vmap import vmap
+    from flfun import numpy as fnp
+    axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+    sizes = {np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None}
+    if len(sizes) != 1:
+        raise ValueError(f"check_vmap: mapped axes must share one size, got {sizes}")
+    n = sizes.pop()
+    batched = vmap(f, in_axes=tuple(axes))(*[fnp.asarray(a) for a in args])
+    rows = [f(*[fnp.asarray(np.take(a, i, axis=ax)) if ax is not None else fnp.asarray(a)
+                for a, ax in zip(args, axes)]) for i in range(n)]
+    expected = tree_map(lambda *r: np.stack([np.asarray(x) for x in r]), *rows)
+    _assert_close("vmap vs loop", [np.asarray(x) for x in tree_flatten(batched)[0]],
+                  tree_flatten(expected)[0], atol, rtol)
+
+
+__all__ = ["shapes", "arrays", "broadcastable_shapes", "valid_axes", "check_grads", "check_jvp", "check_vjp",
+           "check_vmap"]
