@@ -12,6 +12,7 @@ from flfun.numpy._reductions import *  # noqa: F401,F403
 from flfun.numpy._manipulation import *  # noqa: F401,F403
 from flfun.numpy._linalg import *  # noqa: F401,F403
 from flfun.numpy._indexing import *  # noqa: F401,F403
+from flfun.numpy._sorting import *  # noqa: F401,F403
 from flfun.numpy._info import *  # noqa: F401,F403
 from flfun.numpy import linalg  # noqa: F401
 
