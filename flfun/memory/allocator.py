@@ -1,0 +1,394 @@
+"""Allocators: where every buffer's bytes come from.
+
+An ``Allocator`` hands out ``Block``s carved from raw backend memory (numpy byte buffers on CPU, cupy device
+memory on GPU, or a ``virtual`` address space with no backing for offline trace replay). ``DirectAllocator``
+asks the backend for every request; ``CachingAllocator`` keeps freed blocks for reuse (the PyTorch/Flashlight
+caching allocator design, with the ``max_split_size`` research knob).
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+ALIGNMENT = 64
+
+
+# ------------------------------------------------------------------------------------------------- raw memory
+class RawMemory:
+    """A source of raw segments: ``alloc(nbytes) -> (ptr, handle)``; ``release(handle)`` gives them back."""
+    kind = "abstract"
+
+    def alloc(self, nbytes: int):
+        raise NotImplementedError
+
+    def release(self, handle) -> None:
+        pass
+
+    def buffer(self, handle, offset: int, nbytes: int):
+        raise NotImplementedError
+
+
+class HostMemory(RawMemory):
+    """numpy byte buffers, 64-byte aligned; the handle is the aligned uint8 array itself."""
+    kind = "host"
+
+    def alloc(self, nbytes: int):
+        raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+        start = (-raw.ctypes.data) % ALIGNMENT
+        arr = raw[start:start + nbytes]
+        return arr.ctypes.data, arr
+
+    def buffer(self, handle, offset: int, nbytes: int):
+        return handle[offset:offset + nbytes]
+
+
+class CupyMemory(RawMemory):
+    """cupy device memory (``cupy.cuda.memory.alloc``) on one GPU; the handle is a ``MemoryPointer``."""
+    kind = "cupy"
+
+    def __init__(self, device_id: int = 0):
+        import cupy
+        self.cupy = cupy
+        self.device_id = device_id
+
+    def alloc(self, nbytes: int):
+        cp = self.cupy
+        with cp.cuda.Device(self.device_id):
+            mp = cp.cuda.memory.MemoryPointer(cp.cuda.memory.UnownedMemory(0, 0, None), 0) if nbytes == 0 else \
+                cp.cuda.Memory(nbytes)
+        mem = mp if isinstance(mp, cp.cuda.MemoryPointer) else cp.cuda.MemoryPointer(mp, 0)
+        return mem.ptr, mem
+
+    def buffer(self, handle, offset: int, nbytes: int):
+        return self.cupy.ndarray((nbytes,), dtype=self.cupy.uint8, memptr=handle + offset)
+
+
+class VirtualMemory(RawMemory):
+    """No backing at all: addresses from a counter. For replaying traces of any size offline."""
+    kind = "virtual"
+
+    def __init__(self):
+        self._next = 1 << 20
+
+    def alloc(self, nbytes: int):
+        ptr = self._next
+        self._next += -(-(nbytes + 1) // 4096) * 4096 + 4096
+        return ptr, None
+
+    def buffer(self, handle, offset: int, nbytes: int):
+        raise ValueError("Block.buffer: a virtual allocator has no backing memory (use memory='host')")
+
+
+def make_memory(memory: str | RawMemory | None, device=None) -> RawMemory:
+    """``'host'``, ``'cupy'``, ``'virtual'``, a ``RawMemory``, or ``None`` (follow the device's platform)."""
+    if isinstance(memory, RawMemory):
+        return memory
+    if memory is None:
+        memory = "cupy" if getattr(device, "platform", "cpu") == "gpu" else "host"
+    if memory == "host":
+        return HostMemory()
+    if memory == "cupy":
+        return CupyMemory(getattr(device, "id", 0))
+    if memory == "virtual":
+        return VirtualMemory()
+    raise ValueError(f"memory: expected 'host', 'cupy', 'virtual' or a RawMemory, got {memory!r}")
+
+
+# ------------------------------------------------------------------------------------------------------ blocks
+class Segment:
+    """One raw allocation from the backend that blocks are carved from."""
+    __slots__ = ("ptr", "size", "handle", "memory", "pool", "owner", "id")
+    _ids = itertools.count()
+
+    def __init__(self, ptr: int, size: int, handle, memory: RawMemory, pool: str, owner=None):
+        self.ptr, self.size, self.handle, self.memory, self.pool = ptr, size, handle, memory, pool
+        self.owner = owner
+        self.id = next(Segment._ids)
+
+
+class Block:
+    """A contiguous range ``[ptr, ptr + size)`` of one segment; ``requested`` is what the caller asked for.
+
+    Example::
+
+        b = DirectAllocator().malloc(100)
+        x = b.view(np.float32, (5, 5))      # the first 100 bytes as a float32 array
+    """
+    __slots__ = ("ptr", "size", "requested", "device", "segment", "prev", "next", "allocated", "__weakref__")
+
+    def __init__(self, ptr: int, size: int, segment: Segment, device=None, requested: int = 0):
+        self.ptr, self.size, self.segment, self.device, self.requested = ptr, size, segment, device, requested
+        self.prev: Block | None = None
+        self.next: Block | None = None
+        self.allocated = False
+
+    @property
+    def offset(self) -> int:
+        return self.ptr - self.segment.ptr
+
+    @property
+    def buffer(self):
+        """The block's bytes: a uint8 array of exactly ``size`` bytes (a view into its segment, never a copy)."""
+        return self.segment.memory.buffer(self.segment.handle, self.offset, self.size)
+
+    def view(self, dtype, shape) -> Any:
+        """The first bytes of the block as an array of ``dtype`` and ``shape`` (a view)."""
+        dtype = np.dtype(dtype)
+        shape = tuple(shape) if np.ndim(shape) else (int(shape),)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if nbytes > self.size:
+            raise ValueError(f"Block.view: {nbytes} bytes of {dtype}{list(shape)} do not fit in a block of "
+                             f"{self.size} bytes")
+        return self.buffer[:nbytes].view(dtype).reshape(shape)
+
+    def __repr__(self):
+        state = "allocated" if self.allocated else "free"
+        return f"Block(ptr={self.ptr:#x}, size={self.size}, requested={self.requested}, {state})"
+
+
+# --------------------------------------------------------------------------------------------------- protocol
+@runtime_checkable
+class Allocator(Protocol):
+    """What every allocator provides. ``device`` may be ``None`` (the allocator's own device)."""
+
+    def malloc(self, nbytes: int, device=None) -> Block: ...
+
+    def free(self, block: Block) -> None: ...
+
+    def stats(self) -> dict: ...
+
+    def empty_cache(self) -> None: ...
+
+
+def _check_nbytes(nbytes) -> int:
+    if isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
+        raise ValueError(f"malloc: nbytes must be a non-negative int, got {nbytes!r}")
+    return int(nbytes)
+
+
+def _fmt(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+# ------------------------------------------------------------------------------------------------------ stats
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+SMALL_SIZE = 1 * MiB
+STAT_NAMES = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
+              "active_bytes", "inactive_split_bytes", "requested_bytes")
+POOLS = ("all", "small_pool", "large_pool")
+
+
+class _Stat:
+    __slots__ = ("current", "peak", "allocated", "freed")
+
+    def __init__(self):
+        self.current = self.peak = self.allocated = self.freed = 0
+
+    def add(self, delta: int) -> None:
+        self.current += delta
+        if delta >= 0:
+            self.allocated += delta
+            if self.current > self.peak:
+                self.peak = self.current
+        else:
+            self.freed -= delta
+
+
+def _log2_bucket(n: int) -> int:
+    return max(int(n).bit_length() - 1, 0)
+
+
+class BaseAllocator:
+    """Shared bookkeeping: PyTorch-compatible statistics, live-block registry, capacity and errors."""
+
+    def __init__(self, device=None, memory: str | RawMemory | None = None, capacity: int | None = None):
+        if capacity is not None and (not isinstance(capacity, (int, np.integer)) or capacity < 0):
+            raise ValueError(f"capacity: expected a non-negative int or None, got {capacity!r}")
+        self.device = device
+        self.memory = make_memory(memory, device)
+        self.capacity = None if capacity is None else int(capacity)
+        self._stats = {name: {pool: _Stat() for pool in POOLS} for name in STAT_NAMES}
+        self._live: dict[int, Block] = {}
+        self._segments: dict[int, Segment] = {}
+        self.num_alloc_retries = 0
+        self.num_ooms = 0
+        self.num_device_alloc = 0
+        self.num_device_free = 0
+
+    # --- bookkeeping helpers
+    def _add(self, name: str, pool: str, delta: int) -> None:
+        s = self._stats[name]
+        s["all"].add(delta)
+        s[pool].add(delta)
+
+    def _pool_of(self, size: int) -> str:
+        return "small_pool" if size <= SMALL_SIZE else "large_pool"
+
+    def _new_segment(self, size: int, pool: str) -> Segment | None:
+        """A fresh backend segment, or ``None`` when it would exceed the capacity."""
+        if self.capacity is not None and self.reserved_bytes + size > self.capacity:
+            return None
+        try:
+            ptr, handle = self.memory.alloc(size)
+        except MemoryError:
+            return None
+        seg = Segment(ptr, size, handle, self.memory, pool, self)
+        self._segments[seg.id] = seg
+        self.num_device_alloc += 1
+        self._add("segment", pool, 1)
+        self._add("reserved_bytes", pool, size)
+        return seg
+
+    def _release_segment(self, seg: Segment) -> None:
+        del self._segments[seg.id]
+        self.memory.release(seg.handle)
+        seg.handle = None
+        self.num_device_free += 1
+        self._add("segment", seg.pool, -1)
+        self._add("reserved_bytes", seg.pool, -seg.size)
+
+    def _mark_allocated(self, block: Block, requested: int) -> None:
+        block.allocated, block.requested = True, requested
+        if block.device is None:
+            block.device = self.device
+        self._live[block.ptr] = block
+        pool = block.segment.pool
+        for name, delta in (("allocation", 1), ("active", 1), ("allocated_bytes", block.size),
+                            ("active_bytes", block.size), ("requested_bytes", requested)):
+            self._add(name, pool, delta)
+
+    def _check_owned(self, block) -> None:
+        if not isinstance(block, Block):
+            raise ValueError(f"free: expected a Block, got {block!r:.80}")
+        if self._live.get(block.ptr) is not block:
+            if block.segment.owner is self and not block.allocated:
+                raise ValueError(f"free: double free of {block!r}")
+            raise ValueError(f"free: {block!r} was not allocated by this allocator")
+
+    def _mark_freed(self, block: Block) -> None:
+        del self._live[block.ptr]
+        block.allocated = False
+        pool = block.segment.pool
+        for name, delta in (("allocation", -1), ("active", -1), ("allocated_bytes", -block.size),
+                            ("active_bytes", -block.size), ("requested_bytes", -block.requested)):
+            self._add(name, pool, delta)
+
+    def _oom(self, nbytes: int, size: int) -> MemoryError:
+        self.num_ooms += 1
+        return MemoryError(f"{type(self).__name__}: out of memory allocating {_fmt(nbytes)} ({nbytes} bytes, "
+                           f"rounded to {size}) with capacity {_fmt(self.capacity)}; {self.summary()}")
+
+    # --- public stats
+    @property
+    def reserved_bytes(self) -> int:
+        return self._stats["reserved_bytes"]["all"].current
+
+    @property
+    def allocated_bytes(self) -> int:
+        return self._stats["allocated_bytes"]["all"].current
+
+    def live_blocks(self) -> list[Block]:
+        """The blocks handed out and not yet freed."""
+        return list(self._live.values())
+
+    def free_blocks(self) -> list[Block]:
+        """Cached free blocks (none for allocators that do not cache)."""
+        return []
+
+    def stats(self) -> dict:
+        """Statistics with PyTorch's ``memory_stats()`` names plus fragmentation and size histograms.
+
+        Keys ``<stat>.<pool>.<current|peak|allocated|freed>`` for stat in ``allocation segment active
+        inactive_split allocated_bytes reserved_bytes active_bytes inactive_split_bytes requested_bytes`` and pool in
+        ``all small_pool large_pool``; ``num_alloc_retries``, ``num_ooms``, ``num_device_alloc``,
+        ``num_device_free``; ``cached_free_bytes``, ``largest_free_block``, ``internal_fragmentation``
+        (1 - requested / (reserved - cached free)), ``external_fragmentation`` (1 - largest free / cached free)
+        and ``histogram.{allocated,free,segment}``: {log2 bucket: count}.
+
+        Example::
+
+            s = alloc.stats()
+            s["reserved_bytes.all.peak"], s["internal_fragmentation"]
+        """
+        out: dict = {}
+        for name, pools in self._stats.items():
+            for pool, st in pools.items():
+                for field in _Stat.__slots__:
+                    out[f"{name}.{pool}.{field}"] = getattr(st, field)
+        free = self.free_blocks()
+        cached_free = self.reserved_bytes - self.allocated_bytes
+        largest = max((b.size for b in free), default=0)
+        used = self.reserved_bytes - cached_free
+        requested = self._stats["requested_bytes"]["all"].current
+        out.update(num_alloc_retries=self.num_alloc_retries, num_ooms=self.num_ooms,
+                   num_device_alloc=self.num_device_alloc, num_device_free=self.num_device_free,
+                   cached_free_bytes=cached_free, largest_free_block=largest,
+                   internal_fragmentation=(1.0 - requested / used) if used else 0.0,
+                   external_fragmentation=(1.0 - largest / cached_free) if cached_free else 0.0)
+        out["histogram.allocated"] = _histogram(b.size for b in self._live.values())
+        out["histogram.free"] = _histogram(b.size for b in free)
+        out["histogram.segment"] = _histogram(s.size for s in self._segments.values())
+        return out
+
+    def summary(self) -> str:
+        """One line: allocated / requested / reserved / cached-free / largest free block."""
+        s = self._stats
+        free = self.free_blocks()
+        return (f"allocated {_fmt(s['allocated_bytes']['all'].current)} (requested "
+                f"{_fmt(s['requested_bytes']['all'].current)}), reserved {_fmt(self.reserved_bytes)} in "
+                f"{s['segment']['all'].current} segments, cached free {_fmt(self.reserved_bytes - self.allocated_bytes)}"
+                f" (largest block {_fmt(max((b.size for b in free), default=0))}), "
+                f"peak reserved {_fmt(s['reserved_bytes']['all'].peak)}")
+
+    def reset_peak_stats(self) -> None:
+        for pools in self._stats.values():
+            for st in pools.values():
+                st.peak = st.current
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.summary()})"
+
+
+def _histogram(sizes) -> dict[int, int]:
+    h: dict[int, int] = {}
+    for n in sizes:
+        k = _log2_bucket(n)
+        h[k] = h.get(k, 0) + 1
+    return dict(sorted(h.items()))
+
+
+# ------------------------------------------------------------------------------------------------------ direct
+class DirectAllocator(BaseAllocator):
+    """No caching: every ``malloc`` is a fresh backend buffer (64-byte aligned); ``free`` returns it at once.
+
+    Example::
+
+        alloc = DirectAllocator()
+        b = alloc.malloc(1000)
+        b.view(np.float32, (250,))[:] = 1.0
+        alloc.free(b)
+    """
+
+    def malloc(self, nbytes: int, device=None) -> Block:
+        nbytes = _check_nbytes(nbytes)
+        size = max(-(-nbytes // ALIGNMENT) * ALIGNMENT, ALIGNMENT)
+        seg = self._new_segment(size, self._pool_of(size))
+        if seg is None:
+            raise self._oom(nbytes, size)
+        block = Block(seg.ptr, size, seg, device or self.device)
+        self._mark_allocated(block, nbytes)
+        return block
+
+    def free(self, block: Block) -> None:
+        self._check_owned(block)
+        self._mark_freed(block)
+        self._release_segment(block.segment)
+
+    def empty_cache(self) -> None:
+        pass
