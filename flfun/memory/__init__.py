@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from flfun.memory.allocator import (Allocator, Block, DirectAllocator, RawMemory,
+from flfun.memory.allocator import (Allocator, Block, CachingAllocator, DirectAllocator, RawMemory,
                                     make_memory)
 
 _ALLOCATOR_CLASSES: dict[str, type] = {}
@@ -133,8 +133,8 @@ class _Keeper:
 
 
 register_allocator("direct", DirectAllocator)
-# caching: below
+register_allocator("caching", CachingAllocator)
 
-__all__ = ["Allocator", "Block", "DirectAllocator", "RawMemory", "make_memory",
+__all__ = ["Allocator", "Block", "DirectAllocator", "CachingAllocator", "RawMemory", "make_memory",
            "get_allocator", "set_allocator", "use_allocator", "register_allocator", "allocator_classes",
            "make_allocator"]

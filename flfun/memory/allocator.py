@@ -7,6 +7,7 @@ caching allocator design, with the ``max_split_size`` research knob).
 """
 from __future__ import annotations
 
+import bisect
 import itertools
 from typing import Any, Protocol, runtime_checkable
 
@@ -131,6 +132,8 @@ class Block:
     @property
     def buffer(self):
         """The block's bytes: a uint8 array of exactly ``size`` bytes (a view into its segment, never a copy)."""
+        if not self.allocated:
+            raise ValueError(f"Block.buffer: {self!r} has been freed")
         return self.segment.memory.buffer(self.segment.handle, self.offset, self.size)
 
     def view(self, dtype, shape) -> Any:
@@ -220,6 +223,7 @@ class BaseAllocator:
         self.num_ooms = 0
         self.num_device_alloc = 0
         self.num_device_free = 0
+        self.events: list | None = None   # set to a list to log (action, ptr, size) as PyTorch's device_traces
 
     # --- bookkeeping helpers
     def _add(self, name: str, pool: str, delta: int) -> None:
@@ -243,6 +247,8 @@ class BaseAllocator:
         self.num_device_alloc += 1
         self._add("segment", pool, 1)
         self._add("reserved_bytes", pool, size)
+        if self.events is not None:
+            self.events.append(("segment_alloc", ptr, size))
         return seg
 
     def _release_segment(self, seg: Segment) -> None:
@@ -252,6 +258,8 @@ class BaseAllocator:
         self.num_device_free += 1
         self._add("segment", seg.pool, -1)
         self._add("reserved_bytes", seg.pool, -seg.size)
+        if self.events is not None:
+            self.events.append(("segment_free", seg.ptr, seg.size))
 
     def _mark_allocated(self, block: Block, requested: int) -> None:
         block.allocated, block.requested = True, requested
@@ -262,6 +270,8 @@ class BaseAllocator:
         for name, delta in (("allocation", 1), ("active", 1), ("allocated_bytes", block.size),
                             ("active_bytes", block.size), ("requested_bytes", requested)):
             self._add(name, pool, delta)
+        if self.events is not None:
+            self.events.append(("alloc", block.ptr, block.size))
 
     def _check_owned(self, block) -> None:
         if not isinstance(block, Block):
@@ -278,6 +288,8 @@ class BaseAllocator:
         for name, delta in (("allocation", -1), ("active", -1), ("allocated_bytes", -block.size),
                             ("active_bytes", -block.size), ("requested_bytes", -block.requested)):
             self._add(name, pool, delta)
+        if self.events is not None:
+            self.events.append(("free", block.ptr, block.size))
 
     def _oom(self, nbytes: int, size: int) -> MemoryError:
         self.num_ooms += 1
@@ -392,3 +404,278 @@ class DirectAllocator(BaseAllocator):
 
     def empty_cache(self) -> None:
         pass
+
+
+# ----------------------------------------------------------------------------------------------------- caching
+class _Pool:
+    """Free blocks of one pool, ordered by (size, ptr) for best-fit search."""
+    __slots__ = ("keys", "blocks")
+
+    def __init__(self):
+        self.keys: list[tuple[int, int]] = []
+        self.blocks: dict[int, Block] = {}
+
+    def insert(self, block: Block) -> None:
+        bisect.insort(self.keys, (block.size, block.ptr))
+        self.blocks[block.ptr] = block
+
+    def remove(self, block: Block) -> None:
+        i = bisect.bisect_left(self.keys, (block.size, block.ptr))
+        del self.keys[i]
+        del self.blocks[block.ptr]
+
+    def lower_bound(self, size: int) -> Block | None:
+        i = bisect.bisect_left(self.keys, (size, -1))
+        return self.blocks[self.keys[i][1]] if i < len(self.keys) else None
+
+    def __contains__(self, block) -> bool:
+        return self.blocks.get(block.ptr) is block
+
+
+class CachingAllocator(BaseAllocator):
+    """The caching allocator of PyTorch's CUDA allocator and Flashlight's CachingMemoryManager.
+
+    Requests are rounded up to 512 bytes (or to power-of-two divisions, ``roundup_power2_divisions``). Requests of
+    at most 1 MiB come from the small pool, carved from 2 MiB segments; larger ones from the large pool: 20 MiB
+    segments for requests under 10 MiB, segments rounded up to 2 MiB above. The best-fitting cached block is
+    reused and split when the rest is worth keeping; freed blocks coalesce with free neighbours.
+
+    Research knobs:
+      * ``max_split_size``: blocks of at least this size are "oversize": a cached oversize block is never split,
+        never serves a request below the limit, and serves a larger request only if it wastes less than
+        ``oversize_slack`` (20 MiB). On memory pressure whole oversize segments are released first. This is the
+        Flashlight policy that PyTorch adopted as ``max_split_size_mb``.
+      * ``recycling_size_limit``: cached blocks of at least this size are never reused; a whole segment of that
+        size returns to the backend when freed (Flashlight's ``recyclingSizeLimit``).
+      * ``roundup_power2_divisions``: an int, ``{min_size: divisions}`` or ``fn(size) -> divisions``; sizes
+        round up to the next of ``divisions`` equal steps between powers of two (PyTorch's knob).
+
+    With ``capacity`` (bytes) a failed segment allocation first releases cached segments (oversize ones, then
+    all unsplit ones) and retries, then raises ``MemoryError`` naming the request and a stats summary.
+    Geometry (``small_size``, ``small_buffer``, ``large_buffer``, ``min_large_alloc``, ``round_large``,
+    ``min_block_size``) defaults to PyTorch's constants and may be scaled for experiments.
+
+    Example::
+
+        alloc = CachingAllocator(max_split_size=64 << 20, capacity=1 << 30)
+        a = alloc.malloc(100 << 20); alloc.free(a)
+        b = alloc.malloc(40 << 20)          # does not split the cached 100 MiB block
+        print(alloc.stats()["internal_fragmentation"])
+    """
+
+    def __init__(self, device=None, memory: str | RawMemory | None = None, capacity: int | None = None, *,
+                 max_split_size: int | None = None, recycling_size_limit: int | None = None,
+                 roundup_power2_divisions=None, oversize_slack: int | None = None,
+                 min_block_size: int = 512, small_size: int = SMALL_SIZE, small_buffer: int = 2 * MiB,
+                 large_buffer: int = 20 * MiB, min_large_alloc: int = 10 * MiB, round_large: int = 2 * MiB):
+        super().__init__(device, memory, capacity)
+        for name, v in (("max_split_size", max_split_size), ("recycling_size_limit", recycling_size_limit),
+                        ("oversize_slack", oversize_slack)):
+            if v is not None and (not isinstance(v, (int, np.integer)) or v <= 0):
+                raise ValueError(f"{name}: expected a positive int or None, got {v!r}")
+        geometry = dict(min_block_size=min_block_size, small_size=small_size, small_buffer=small_buffer,
+                        large_buffer=large_buffer, min_large_alloc=min_large_alloc, round_large=round_large)
+        for name, v in geometry.items():
+            if not isinstance(v, (int, np.integer)) or v <= 0 or v % ALIGNMENT:
+                raise ValueError(f"{name}: expected a positive multiple of {ALIGNMENT}, got {v!r}")
+        if small_buffer < small_size:
+            raise ValueError(f"small_buffer: must be >= small_size ({small_size}), got {small_buffer}")
+        self.__dict__.update(geometry)
+        self.max_split_size = max_split_size
+        self.recycling_size_limit = recycling_size_limit
+        self.oversize_slack = large_buffer if oversize_slack is None else oversize_slack
+        self.roundup_power2_divisions = _divisions_fn(roundup_power2_divisions)
+        self.pools = {"small_pool": _Pool(), "large_pool": _Pool()}
+
+    # --- sizes
+    def round_size(self, nbytes: int) -> int:
+        """The block size a request of ``nbytes`` gets."""
+        mb = self.min_block_size
+        if nbytes < mb:
+            return mb
+        div = self.roundup_power2_divisions(nbytes)
+        if div > 1 and nbytes > mb * div:
+            return _roundup_power2_division(nbytes, div)
+        return -(-nbytes // mb) * mb
+
+    def allocation_size(self, size: int) -> int:
+        """The segment size requested from the backend for a block of ``size``."""
+        if size <= self.small_size:
+            seg = self.small_buffer
+        elif size < self.min_large_alloc:
+            seg = self.large_buffer
+        else:
+            seg = -(-size // self.round_large) * self.round_large
+        if self.max_split_size is not None and size < self.max_split_size <= seg and size > self.small_size:
+            seg = size   # a segment for a below-limit request stays below the limit, so it can be reused
+        return seg
+
+    def _pool_of(self, size: int) -> str:
+        return "small_pool" if size <= self.small_size else "large_pool"
+
+    # --- malloc
+    def malloc(self, nbytes: int, device=None) -> Block:
+        nbytes = _check_nbytes(nbytes)
+        size = self.round_size(nbytes)
+        pool_name = self._pool_of(size)
+        pool = self.pools[pool_name]
+        block = self._get_free_block(size, pool, pool_name)
+        if block is None:
+            alloc_size = self.allocation_size(size)
+            seg = self._new_segment(alloc_size, pool_name)
+            if seg is None and self._release_available_cached_blocks(size, pool):
+                seg = self._new_segment(alloc_size, pool_name)
+            if seg is None and self._release_cached_blocks():
+                self.num_alloc_retries += 1
+                seg = self._new_segment(alloc_size, pool_name)
+            if seg is None:
+                raise self._oom(nbytes, size)
+            block = Block(seg.ptr, seg.size, seg)
+        if self._should_split(block, size):
+            rest = Block(block.ptr + size, block.size - size, block.segment)
+            rest.prev, rest.next = block, block.next
+            if block.next is not None:
+                block.next.prev = rest
+            block.next, block.size = rest, size
+            self._insert_free(rest)
+        block.device = device or self.device
+        self._mark_allocated(block, nbytes)
+        return block
+
+    def _get_free_block(self, size: int, pool: _Pool, pool_name: str) -> Block | None:
+        block = pool.lower_bound(size)
+        if block is None:
+            return None
+        limit = self.max_split_size
+        if limit is not None and pool_name == "large_pool":
+            if size < limit <= block.size:
+                return None   # an oversize block never serves a small request
+            if size >= limit and block.size >= size + self.oversize_slack:
+                return None   # nor a large one it would waste too much of
+        if (self.recycling_size_limit is not None and pool_name == "large_pool"
+                and block.size >= self.recycling_size_limit):
+            return None
+        self._remove_free(block)
+        return block
+
+    def _should_split(self, block: Block, size: int) -> bool:
+        remaining = block.size - size
+        if block.segment.pool == "small_pool":
+            return remaining >= self.min_block_size
+        return remaining > self.small_size and (self.max_split_size is None or size < self.max_split_size)
+
+    # --- free
+    def free(self, block: Block) -> None:
+        self._check_owned(block)
+        self._mark_freed(block)
+        # the caller's Block object is retired; the cache tracks the range with a fresh one
+        node = Block(block.ptr, block.size, block.segment)
+        node.prev, node.next = block.prev, block.next
+        if node.prev is not None:
+            node.prev.next = node
+        if node.next is not None:
+            node.next.prev = node
+        block.prev = block.next = None
+        pool = self.pools[node.segment.pool]
+        for nb in (node.prev, node.next):
+            if nb is not None and nb in pool:
+                self._remove_free(nb)
+                if nb is node.prev:
+                    node.ptr, node.prev = nb.ptr, nb.prev
+                    if nb.prev is not None:
+                        nb.prev.next = node
+                else:
+                    node.next = nb.next
+                    if nb.next is not None:
+                        nb.next.prev = node
+                node.size += nb.size
+        if (self.recycling_size_limit is not None and node.prev is None and node.next is None
+                and node.size >= self.recycling_size_limit and node.segment.pool == "large_pool"):
+            self._release_segment(node.segment)
+            return
+        self._insert_free(node)
+
+    def _insert_free(self, block: Block) -> None:
+        self.pools[block.segment.pool].insert(block)
+        if block.prev is not None or block.next is not None:
+            self._add("inactive_split", block.segment.pool, 1)
+            self._add("inactive_split_bytes", block.segment.pool, block.size)
+
+    def _remove_free(self, block: Block) -> None:
+        self.pools[block.segment.pool].remove(block)
+        if block.prev is not None or block.next is not None:
+            self._add("inactive_split", block.segment.pool, -1)
+            self._add("inactive_split_bytes", block.segment.pool, -block.size)
+
+    # --- releasing cached memory
+    def _release_free_segment_block(self, block: Block) -> None:
+        self._remove_free(block)
+        self._release_segment(block.segment)
+
+    def _release_available_cached_blocks(self, size: int, pool: _Pool) -> bool:
+        """Free whole oversize segments: the best fit for ``size``, else the largest until enough is freed."""
+        limit = self.max_split_size
+        if limit is None:
+            return False
+        key = max(size, limit)
+        whole = [pool.blocks[p] for _, p in pool.keys if _ >= limit]
+        whole = [b for b in whole if b.prev is None and b.next is None]
+        fit = next((b for b in whole if b.size >= key), None)
+        if fit is not None:
+            self._release_free_segment_block(fit)
+            return True
+        released = 0
+        for b in reversed(whole):
+            if released >= key:
+                break
+            self._release_free_segment_block(b)
+            released += b.size
+        return released >= key
+
+    def _release_cached_blocks(self) -> bool:
+        released = False
+        for pool in self.pools.values():
+            for b in [b for b in pool.blocks.values() if b.prev is None and b.next is None]:
+                self._release_free_segment_block(b)
+                released = True
+        return released
+
+    def empty_cache(self) -> None:
+        """Return every cached segment that holds no live block to the backend."""
+        self._release_cached_blocks()
+
+    def free_blocks(self) -> list[Block]:
+        return [b for pool in self.pools.values() for b in pool.blocks.values()]
+
+    def segments(self) -> list[tuple[Segment, list[Block]]]:
+        """Each segment with its blocks (live and cached) in address order."""
+        by_seg: dict[int, list[Block]] = {sid: [] for sid in self._segments}
+        for b in itertools.chain(self._live.values(), self.free_blocks()):
+            by_seg[b.segment.id].append(b)
+        return [(self._segments[sid], sorted(bs, key=lambda b: b.ptr)) for sid, bs in by_seg.items()]
+
+
+def _divisions_fn(spec):
+    if spec is None:
+        return lambda size: 0
+    if callable(spec):
+        return spec
+    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+        if spec < 0 or (spec > 1 and spec & (spec - 1)):
+            raise ValueError(f"roundup_power2_divisions: expected 0, 1 or a power of two, got {spec!r}")
+        return lambda size: int(spec)
+    if isinstance(spec, dict):
+        table = sorted((int(k), int(v)) for k, v in spec.items())
+        return lambda size: next((v for k, v in reversed(table) if size >= k), 0)
+    raise ValueError(f"roundup_power2_divisions: expected an int, dict or callable, got {spec!r}")
+
+
+def _roundup_power2_division(size: int, divisions: int) -> int:
+    if size & (size - 1) == 0:
+        return size
+    floor = 1 << (size.bit_length() - 1)
+    step = floor // divisions
+    if step == 0:
+        return floor << 1
+    rounded = size & ~(step - 1)
+    return size if rounded == size else rounded + step
