@@ -1,0 +1,248 @@
+"""Indexing primitives: ``gather`` reads operand elements at integer positions, ``scatter`` combines updates into
+a copy of the operand at such positions. Both share one layout: leading batch dims, ``indices[..., k]`` naming
+positions along ``axes[k]``, the remaining operand dims carried whole. Negative indices are not wrapped here
+(``flfun.numpy`` wraps them); ``mode`` says what out-of-bound indices do. Impls: ``backends/xp/indexing.py``."""
+from __future__ import annotations
+
+from flfun import dtypes
+from flfun.core import Primitive, ShapedArray, bind, is_weak, short
+from flfun.primitives.common import (Zero, instantiate, is_zero, moveaxis, moveaxis_to_front, not_mapped,
+                                     tangent_aval_of)
+
+MODES = ("clip", "fill", "promise_in_bounds")
+SCATTER_OPS = ("set", "add", "mul", "min", "max")
+
+
+def _undef(x) -> bool:
+    from flfun.transforms.vjp import UndefinedPrimal
+    return type(x) is UndefinedPrimal
+
+
+def _aval_of(x):
+    return x.aval if _undef(x) else x
+
+
+def _gather_shape(op: str, operand, indices, axes, batch_dims, mode) -> tuple[int, ...]:
+    """The shape gather returns (and scatter's updates must have), raising the clear errors."""
+    if mode not in MODES:
+        raise TypeError(f"{op}: mode must be one of {MODES}, got {mode!r}")
+    if not dtypes.is_int(indices.dtype):
+        raise TypeError(f"{op}: indices must be integers, got {short(indices)}")
+    nd, bd = len(operand.shape), batch_dims
+    if not 0 <= bd <= nd or len(indices.shape) < bd + 1:
+        raise TypeError(f"{op}: batch_dims={bd} needs operand and indices of rank > {bd} "
+                        f"(indices carry a last position dim), got {short(operand)} and {short(indices)}")
+    if tuple(indices.shape[:bd]) != tuple(operand.shape[:bd]):
+        raise TypeError(f"{op}: the {bd} leading batch dims of operand and indices must match, got "
+                        f"{short(operand)} and {short(indices)}")
+    if indices.shape[-1] != len(axes):
+        raise TypeError(f"{op}: the last dim of indices must equal len(axes)={len(axes)}, got {short(indices)}")
+    if len(set(axes)) != len(axes) or any(not bd <= a < nd for a in axes):
+        raise TypeError(f"{op}: axes {axes} must be distinct operand dims in [{bd}, {nd}) (not batch dims) "
+                        f"for {short(operand)}")
+    rest = tuple(d for i, d in enumerate(operand.shape) if i >= bd and i not in axes)
+    return tuple(indices.shape[:-1]) + rest
+
+
+# ------------------------------------------------------------------------------------------------------- gather
+gather_p = Primitive("gather")
+
+
+@gather_p.def_abstract_eval
+def _gather_abstract_eval(operand, indices, *, axes, batch_dims, mode, fill_value):
+    shape = _gather_shape("gather", operand, indices, axes, batch_dims, mode)
+    return ShapedArray(shape, operand.dtype, is_weak(operand))
+
+
+@gather_p.def_jvp
+def _gather_jvp(primals, tangents, *, axes, batch_dims, mode, fill_value):
+    operand, indices = primals
+    out = gather(operand, indices, axes=axes, batch_dims=batch_dims, mode=mode, fill_value=fill_value)
+    if is_zero(tangents[0]) or not dtypes.is_float(out.dtype):
+        return out, Zero(tangent_aval_of(out))
+    # out-of-bound reads are constants (fill_value), so their tangent is zero
+    return out, gather(tangents[0], indices, axes=axes, batch_dims=batch_dims, mode=mode,
+                       fill_value=0 if mode == "fill" else fill_value)
+
+
+@gather_p.def_transpose
+def _gather_transpose(ct, operand, indices, *, axes, batch_dims, mode, fill_value):
+    from flfun.primitives.shape import full
+    if _undef(indices):
+        raise TypeError("gather: indices are not a linear input")
+    zeros = full(operand.aval.shape, 0, operand.aval.dtype)
+    return [scatter(zeros, indices, ct, axes=axes, batch_dims=batch_dims, mode=mode, op="add"), None]
+
+
+@gather_p.def_batch
+def _gather_batch(axis, args, dims, *, axes, batch_dims, mode, fill_value):
+    (operand, indices), (d_op, d_idx) = args, dims
+    bd, params = batch_dims, dict(mode=mode, fill_value=fill_value)
+    if d_idx is not_mapped:
+        # the mapped operand axis becomes the first carried dim, right after the batch dims
+        operand = moveaxis(operand, d_op, bd)
+        out = gather(operand, indices, axes=tuple(a + 1 for a in axes), batch_dims=bd, **params)
+        return out, len(indices.shape) - 1
+    if d_op is not_mapped:
+        # the mapped index axis becomes the first index dim, right after the batch dims
+        indices = moveaxis(indices, d_idx, bd)
+        return gather(operand, indices, axes=axes, batch_dims=bd, **params), bd
+    operand, indices = moveaxis(operand, d_op, 0), moveaxis(indices, d_idx, 0)
+    return gather(operand, indices, axes=tuple(a + 1 for a in axes), batch_dims=bd + 1, **params), 0
+
+
+def gather(operand, indices, *, axes, batch_dims: int = 0, mode: str = "clip", fill_value=None):
+    """Read ``operand`` at integer positions.
+
+    ``operand`` has shape ``(*B, ...)`` and ``indices`` shape ``(*B, *I, len(axes))`` with ``B`` the
+    ``batch_dims`` leading dims shared by both; ``indices[b, i, k]`` is a position along operand dim
+    ``axes[k]``. The result has shape ``(*B, *I, *rest)`` where ``rest`` are the operand dims that are neither
+    batch dims nor in ``axes``, in order: ``out[b, i, r] = operand[b, axes <- indices[b, i, :], rest <- r]``.
+
+    Args:
+        axes: distinct operand dims (each ``>= batch_dims``) that ``indices`` address.
+        batch_dims: number of leading dims operand and indices share elementwise.
+        mode: ``"clip"`` clamps indices into range (default); ``"fill"`` returns ``fill_value`` for reads with
+            any out-of-bound index (default NaN for floats, the minimum for signed and the maximum for unsigned
+            integers, True for bools); ``"promise_in_bounds"`` lets the backend assume all are in range.
+            Negative indices are out of bounds (``flfun.numpy`` wraps them before calling this).
+        fill_value: the value for ``mode="fill"``.
+
+    Example::
+
+        >>> x = fnp.arange(12.0).reshape(3, 4)
+        >>> lax.gather(x, fnp.asarray([[2], [0]]), axes=(0,)).tolist()      # rows 2 and 0
+        [[8.0, 9.0, 10.0, 11.0], [0.0, 1.0, 2.0, 3.0]]
+        >>> lax.gather(x, fnp.asarray([[1], [3], [0]]), axes=(1,), batch_dims=1).tolist()  # x[b, idx[b]]
+        [1.0, 7.0, 8.0]
+    """
+    if mode not in MODES:
+        raise ValueError(f"gather: mode must be one of {MODES}, got {mode!r}")
+    return bind(gather_p, operand, indices, axes=tuple(int(a) for a in axes), batch_dims=int(batch_dims),
+                mode=mode, fill_value=fill_value)
+
+
+# ------------------------------------------------------------------------------------------------------ scatter
+scatter_p = Primitive("scatter")
+scatter_p.inplace = (0,)
+
+
+@scatter_p.def_abstract_eval
+def _scatter_abstract_eval(operand, indices, updates, *, axes, batch_dims, mode, op):
+    if op not in SCATTER_OPS:
+        raise TypeError(f"scatter: op must be one of {SCATTER_OPS}, got {op!r}")
+    shape = _gather_shape("scatter", operand, indices, axes, batch_dims, mode)
+    if tuple(updates.shape) != shape or updates.dtype != operand.dtype:
+        want = ShapedArray(shape, operand.dtype).str_short()
+        raise TypeError(f"scatter: updates must be {want} for operand {short(operand)} and indices "
+                        f"{short(indices)} with axes={axes}, batch_dims={batch_dims}; got {short(updates)}")
+    return ShapedArray(operand.shape, operand.dtype, is_weak(operand))
+
+
+def _zeros_like(aval):
+    return instantiate(Zero(ShapedArray(aval.shape, aval.dtype)))
+
+
+def _ones_like(aval):
+    from flfun.primitives.shape import full
+    return full(aval.shape, 1, aval.dtype)
+
+
+@scatter_p.def_jvp
+def _scatter_jvp(primals, tangents, *, axes, batch_dims, mode, op):
+    from flfun.primitives import elementwise as E
+    operand, indices, updates = primals
+    t_op, _, t_upd = tangents
+    kw = dict(axes=axes, batch_dims=batch_dims, mode=mode)
+    out = scatter(operand, indices, updates, op=op, **kw)
+    if (is_zero(t_op) and is_zero(t_upd)) or not dtypes.is_float(out.dtype):
+        return out, Zero(tangent_aval_of(out))
+    if op == "add":
+        if is_zero(t_upd):
+            return out, t_op
+        return out, scatter(instantiate(t_op), indices, t_upd, op="add", **kw)
+    if op == "set":
+        return out, scatter(instantiate(t_op), indices, instantiate(t_upd), op="set", **kw)
+    if op == "mul":
+        # exact for unique indices: d(op[p] * upd[i]) = t_op[p] * upd[i] + op[p] * t_upd[i]
+        t = None if is_zero(t_op) else scatter(t_op, indices, updates, op="mul", **kw)
+        if not is_zero(t_upd):
+            term = E.mul(operand, scatter(_zeros_like(operand), indices, t_upd, op="add", **kw))
+            t = term if t is None else E.add(t, term)
+        return out, t
+    # min / max: the tangent is the mean of the tangents of every contributor that attains the extremum
+    # (operand and duplicate updates alike), so ties and duplicate indices are handled
+    one_op, one_upd = _ones_like(operand), _ones_like(updates)
+    zero_op, zero_upd = _zeros_like(operand), _zeros_like(updates)
+    fill = float("nan") if mode == "fill" else None
+    upd_wins = E.eq(updates, gather(out, indices, fill_value=fill, **kw))
+    op_wins = E.eq(operand, out)
+    count = scatter(E.select_n(op_wins, zero_op, one_op), indices, E.select_n(upd_wins, zero_upd, one_upd),
+                    op="add", **kw)
+    t_keep = zero_op if is_zero(t_op) else E.select_n(op_wins, zero_op, t_op)
+    t_new = zero_upd if is_zero(t_upd) else E.select_n(upd_wins, zero_upd, t_upd)
+    return out, E.div(scatter(t_keep, indices, t_new, op="add", **kw), count)
+
+
+@scatter_p.def_transpose
+def _scatter_transpose(ct, operand, indices, updates, *, axes, batch_dims, mode, op):
+    kw = dict(axes=axes, batch_dims=batch_dims, mode=mode)
+    if _undef(indices):
+        raise TypeError("scatter: indices are not a linear input")
+    if op in ("min", "max") or (op == "mul" and _undef(updates)):
+        raise TypeError(f"scatter: op={op!r} is not linear in its {'updates' if op == 'mul' else 'operands'}, "
+                        f"so it has no transpose")
+    fill = 0 if mode == "fill" else None
+    ct_upd = gather(ct, indices, fill_value=fill, **kw) if _undef(updates) else None
+    if not _undef(operand):
+        return [None, None, ct_upd]
+    if op == "add":
+        ct_op = ct
+    elif op == "set":      # overwritten positions do not reach the output
+        ct_op = scatter(ct, indices, _zeros_like(_aval_of(updates)), op="set", **kw)
+    else:                  # mul with known updates scales each position: a diagonal map
+        ct_op = scatter(ct, indices, updates, op="mul", **kw)
+    return [ct_op, None, ct_upd]
+
+
+@scatter_p.def_batch
+def _scatter_batch(axis, args, dims, *, axes, batch_dims, mode, op):
+    (operand, indices, updates), (d_op, d_idx, d_upd) = args, dims
+    bd, n = batch_dims, axis.size
+    shifted = tuple(a + 1 for a in axes)
+    if d_idx is not_mapped:
+        # the mapped axis becomes the first carried dim of operand (and so of updates)
+        n_index_dims = len(indices.shape) - 1 - bd
+        operand = moveaxis(moveaxis_to_front(operand, d_op, n), 0, bd)
+        updates = moveaxis(moveaxis_to_front(updates, d_upd, n), 0, bd + n_index_dims)
+        return scatter(operand, indices, updates, axes=shifted, batch_dims=bd, mode=mode, op=op), bd
+    operand = moveaxis_to_front(operand, d_op, n)
+    indices = moveaxis_to_front(indices, d_idx, n)
+    updates = moveaxis_to_front(updates, d_upd, n)
+    return scatter(operand, indices, updates, axes=shifted, batch_dims=bd + 1, mode=mode, op=op), 0
+
+
+def scatter(operand, indices, updates, *, axes, batch_dims: int = 0, mode: str = "clip", op: str = "set"):
+    """A copy of ``operand`` with ``updates`` combined in at the positions ``gather`` would read.
+
+    ``updates`` has the shape ``gather(operand, indices, ...)`` returns. ``op`` is ``"set"`` (overwrite),
+    ``"add"``, ``"mul"``, ``"min"`` or ``"max"``; duplicate positions accumulate for add/mul/min/max, while
+    for ``"set"`` which duplicate wins is unspecified (as in numpy and JAX), and so are its derivatives.
+    Derivatives of ``"mul"`` with respect to ``updates`` assume unique indices. ``mode`` as in ``gather``,
+    except that with ``"fill"`` out-of-bound updates are dropped. The operand is never modified.
+
+    Example::
+
+        >>> x = fnp.zeros(4)
+        >>> lax.scatter(x, fnp.asarray([[1], [1], [3]]), fnp.ones(3), axes=(0,), op="add").tolist()
+        [0.0, 2.0, 0.0, 1.0]
+    """
+    if mode not in MODES:
+        raise ValueError(f"scatter: mode must be one of {MODES}, got {mode!r}")
+    if op not in SCATTER_OPS:
+        raise ValueError(f"scatter: op must be one of {SCATTER_OPS}, got {op!r}")
+    return bind(scatter_p, operand, indices, updates, axes=tuple(int(a) for a in axes),
+                batch_dims=int(batch_dims), mode=mode, op=op)
+
+
+__all__ = ["gather", "scatter"]

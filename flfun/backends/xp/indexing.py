@@ -1,0 +1,85 @@
+"""gather / scatter impls against an array module ``xp`` with advanced indexing: the operand is viewed with its
+batch dims, then the indexed axes, first, so one tuple of broadcast index arrays addresses it. Scatter works on a
+copy (inputs are immutable) and accumulates with ``ufunc.at``."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def default_fill(dtype):
+    """gather's default ``fill_value``: NaN, the signed minimum, the unsigned maximum, or True."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.nan
+    if dtype.kind == "i":
+        return np.iinfo(dtype).min
+    if dtype.kind == "u":
+        return np.iinfo(dtype).max
+    return True
+
+
+def impls(xp) -> dict:
+    def plan(operand, indices, axes, batch_dims, mode):
+        """(view permutation, index tuple, in-bounds mask or None, index shape, carried dims)."""
+        shape = operand.shape
+        rest = [d for d in range(batch_dims, len(shape)) if d not in axes]
+        perm = list(range(batch_dims)) + list(axes) + rest
+        ishape = indices.shape[:-1]
+        sizes = [shape[a] for a in axes]
+        if mode != "fill" and 0 in sizes:
+            mode = "fill"              # nothing to clamp to: every position is out of bounds
+        cols = [indices[..., k] for k in range(len(axes))]
+        valid = None
+        if mode == "fill":
+            for c, n in zip(cols, sizes):
+                ok = (c >= 0) & (c < n)
+                valid = ok if valid is None else valid & ok
+            if valid is not None:
+                cols = [xp.where(valid, c, 0) for c in cols]
+        else:   # "promise_in_bounds" is clamped too: an impl must never read outside the buffer
+            cols = [xp.clip(c, 0, n - 1) for c, n in zip(cols, sizes)]
+        nb = len(ishape)
+        batch = [xp.arange(shape[b]).reshape((1,) * b + (shape[b],) + (1,) * (nb - b - 1))
+                 for b in range(batch_dims)]
+        idx = tuple(xp.broadcast_to(a, ishape) for a in batch + cols)
+        return perm, idx, valid, ishape, [shape[d] for d in rest]
+
+    def gather(operand, indices, *, axes, batch_dims, mode, fill_value):
+        operand = xp.asarray(operand)
+        perm, idx, valid, ishape, rest = plan(operand, xp.asarray(indices), axes, batch_dims, mode)
+        if not idx:
+            out = xp.broadcast_to(operand, tuple(ishape) + operand.shape)
+        else:
+            out = xp.transpose(operand, perm)[idx]
+        if valid is not None:
+            fill = default_fill(operand.dtype) if fill_value is None else fill_value
+            mask = valid.reshape(tuple(ishape) + (1,) * len(rest))
+            out = xp.where(mask, out, xp.asarray(fill, dtype=operand.dtype))
+        return xp.asarray(out, dtype=operand.dtype)
+
+    ufuncs = {"add": xp.add, "mul": xp.multiply, "min": xp.minimum, "max": xp.maximum}
+    reducers = {"add": xp.sum, "mul": xp.prod, "min": xp.min, "max": xp.max}
+
+    def scatter(operand, indices, updates, *, axes, batch_dims, mode, op):
+        out = xp.array(operand, copy=True)
+        updates = xp.asarray(updates)
+        perm, idx, valid, ishape, rest = plan(out, xp.asarray(indices), axes, batch_dims, mode)
+        if valid is not None:          # drop out-of-bound updates
+            idx = tuple(a[valid] for a in idx)
+            updates = updates[valid]
+        if not idx:                    # no indexed dims: every update lands on the whole operand
+            flat = updates.reshape((-1,) + out.shape)
+            if flat.shape[0] == 0:
+                return out
+            if op == "set":
+                return xp.array(flat[-1], copy=True)
+            combined = reducers[op](flat, axis=0)
+            return xp.asarray(ufuncs[op](out, combined), dtype=out.dtype)
+        view = xp.transpose(out, perm)
+        if op == "set":
+            view[idx] = updates
+        else:
+            ufuncs[op].at(view, idx, updates)
+        return out
+
+    return {"gather": gather, "scatter": scatter}
