@@ -1,0 +1,431 @@
+"""``flfun.random``: splittable counter-based random numbers (threefry-2x32, as in JAX).
+
+A key is a ``uint32[2]`` array. Every function is built from flfun primitives (uint32 add, xor, shifts), so keys
+work under ``jit``, ``vmap``, ``grad`` and ``pmap`` and give the same numbers on every backend. The bit layout
+follows JAX's partitionable threefry scheme, so ``uniform`` and ``permutation`` reproduce ``jax.random``.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from typing import Sequence
+
+import numpy as np
+
+from flfun import dtypes
+from flfun import numpy as fnp
+from flfun.array import Array
+from flfun.primitives import elementwise as lax
+from flfun.primitives import shape as lax_shape
+from flfun.util import canonical_axis, prod
+
+_U32 = np.dtype(np.uint32)
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_PARITY = np.uint32(0x1BD11BDA)
+
+
+def _u32(v: int) -> np.uint32:
+    return np.uint32(v)
+
+
+# ------------------------------------------------------------------------------------------------- threefry
+def _rotl(x, r: int):
+    return lax.or_(lax.shift_left(x, _u32(r)), lax.shift_right_logical(x, _u32(32 - r)))
+
+
+def threefry_2x32(k0, k1, x0, x1):
+    """The threefry-2x32 block cipher (20 rounds) of Salmon et al. (Random123) on uint32 arrays.
+
+    ``k0, k1`` are the key words, ``x0, x1`` the counter words (all broadcastable uint32 arrays);
+    returns the two output words.
+
+    Example::
+
+        >>> y0, y1 = threefry_2x32(*[fnp.asarray(np.uint32(0))] * 4)
+        >>> hex(int(y0)), hex(int(y1))
+        ('0x6b200159', '0x99ba4efe')
+    """
+    for name, v in (("k0", k0), ("k1", k1), ("x0", x0), ("x1", x1)):
+        if v.dtype != _U32:
+            raise ValueError(f"threefry_2x32: {name} must be uint32, got {v.dtype}")
+    ks = (k0, k1, lax.xor(lax.xor(k0, k1), _PARITY))
+    x0, x1 = lax.add(x0, ks[0]), lax.add(x1, ks[1])
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x0 = lax.add(x0, x1)
+            x1 = lax.xor(x0, _rotl(x1, r))
+        x0 = lax.add(x0, ks[(i + 1) % 3])
+        x1 = lax.add(lax.add(x1, ks[(i + 2) % 3]), _u32(i + 1))
+    return x0, x1
+
+
+def _stack_last(a, b):
+    """``stack([a, b], axis=-1)`` for two arrays of one shape, from broadcast + select (no concatenate)."""
+    shape = tuple(a.shape) + (2,)
+    dims = tuple(range(a.ndim))
+    which = lax_shape.iota(np.int32, shape, a.ndim)
+    return lax.select_n(which, lax_shape.broadcast_in_dim(a, shape, dims), lax_shape.broadcast_in_dim(b, shape, dims))
+
+
+def _check_key(key, fn: str):
+    if not isinstance(key, Array):
+        if isinstance(key, np.ndarray):
+            key = fnp.asarray(key)
+        else:
+            raise ValueError(f"{fn}: key must be a uint32[2] array from flfun.random.key, got {type(key).__name__}")
+    if key.shape != (2,) or key.dtype != _U32:
+        raise ValueError(f"{fn}: key must be a uint32[2] array from flfun.random.key, got "
+                         f"{dtypes.short_name(key.dtype)}[{','.join(map(str, key.shape))}] (under vmap, map "
+                         f"over the leading axis of a batch of keys)")
+    return key
+
+
+def _row(keys, i: int):
+    """``keys[i]`` of a ``(n, 2)`` batch of keys."""
+    return lax_shape.reshape(lax_shape.slice(keys, (i, 0), (i + 1, 2)), (2,))
+
+
+def _key_words(key):
+    """The two key words as uint32[1] arrays (1-d keeps numpy from warning on scalar wrap-around)."""
+    return lax_shape.slice(key, (0,), (1,)), lax_shape.slice(key, (1,), (2,))
+
+
+def _canonical_shape(shape, fn: str) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        shape = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise ValueError(f"{fn}: shape must be a tuple of non-negative ints, got {shape!r}") from None
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{fn}: shape must be a tuple of non-negative ints, got {shape!r}")
+    return shape
+
+
+def _hash_counters(key, shape: tuple[int, ...]):
+    """Threefry of the row-major counter over ``shape`` under ``key``: two uint32 arrays of ``shape``."""
+    n = prod(shape)
+    if n >= 2 ** 32:
+        raise ValueError(f"random: at most 2**32 - 1 values per call, got shape {shape}")
+    k0, k1 = _key_words(key)
+    lo = lax_shape.iota(_U32, (max(n, 1),), 0)
+    hi = lax_shape.full((max(n, 1),), 0, _U32)
+    y0, y1 = threefry_2x32(k0, k1, hi, lo)
+    if n == 0:
+        y0, y1 = (lax_shape.slice(y, (0,), (0,)) for y in (y0, y1))
+    return lax_shape.reshape(y0, shape), lax_shape.reshape(y1, shape)
+
+
+# ---------------------------------------------------------------------------------------------------- keys
+def key(seed) -> Array:
+    """A new key from an integer seed (a Python int or an integer array, also traced): ``uint32[2]``.
+
+    Seeds in ``[0, 2**32)`` give the same key as ``jax.random.PRNGKey(seed)``.
+
+    Example::
+
+        >>> k = flfun.random.key(0)
+        >>> k.shape, k.dtype
+        ((2,), dtype('uint32'))
+    """
+    if isinstance(seed, (bool, float)) or isinstance(seed, np.floating):
+        raise ValueError(f"key: seed must be an integer, got {seed!r}")
+    if isinstance(seed, (int, np.integer)):
+        s = int(seed) % 2 ** 64
+        return fnp.asarray(np.array([s >> 32, s & 0xFFFFFFFF], dtype=np.uint32))
+    if not isinstance(seed, Array) or seed.shape != () or not dtypes.is_int(seed.dtype):
+        raise ValueError(f"key: seed must be an integer scalar, got {seed!r:.60}")
+    lo = lax.convert_element_type(seed, _U32)
+    if seed.dtype.itemsize == 8:
+        hi = lax.convert_element_type(lax.shift_right_logical(seed, seed.dtype.type(32)), _U32)
+    else:
+        hi = lax_shape.full((), 0, _U32)
+    return _stack_last(hi, lo)
+
+
+PRNGKey = key
+
+
+def split(key: Array, num: int | Sequence[int] = 2) -> Array:
+    """``num`` new independent keys from ``key``: an array of shape ``(num, 2)`` (or ``(*num, 2)``).
+
+    Example::
+
+        >>> k1, k2 = flfun.random.split(flfun.random.key(0))
+    """
+    key = _check_key(key, "split")
+    shape = _canonical_shape(num, "split")
+    y0, y1 = _hash_counters(key, shape)
+    return _stack_last(y0, y1)
+
+
+def fold_in(key: Array, data) -> Array:
+    """A new key from ``key`` and an integer ``data`` (e.g. the step number or a device index).
+
+    Example::
+
+        >>> step_key = flfun.random.fold_in(flfun.random.key(0), 7)
+    """
+    key = _check_key(key, "fold_in")
+    if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
+        d = fnp.asarray(np.array([int(data) % 2 ** 32], dtype=np.uint32))
+    elif isinstance(data, Array) and data.shape == () and dtypes.is_int(data.dtype):
+        d = lax_shape.reshape(lax.convert_element_type(data, _U32), (1,))
+    else:
+        raise ValueError(f"fold_in: data must be an integer scalar, got {data!r:.60}")
+    k0, k1 = _key_words(key)
+    y0, y1 = threefry_2x32(k0, k1, lax_shape.full((1,), 0, _U32), d)
+    return lax_shape.reshape(_stack_last(y0, y1), (2,))
+
+
+def bits(key: Array, shape: Sequence[int] = (), dtype=np.uint32) -> Array:
+    """Uniformly random unsigned integers of ``dtype`` (uint8/16/32/64) and ``shape``.
+
+    Example::
+
+        >>> flfun.random.bits(flfun.random.key(1), (3,)).dtype
+        dtype('uint32')
+    """
+    key = _check_key(key, "bits")
+    shape = _canonical_shape(shape, "bits")
+    dt = dtypes.canonicalize(dtype)
+    if not dtypes.is_unsigned(dt):
+        raise ValueError(f"bits: dtype must be an unsigned integer type, got {dt}")
+    y0, y1 = _hash_counters(key, shape)
+    if dt.itemsize == 8:
+        hi, lo = lax.convert_element_type(y0, dt), lax.convert_element_type(y1, dt)
+        return lax.or_(lax.shift_left(hi, np.uint64(32)), lo)
+    out = lax.xor(y0, y1)
+    return out if dt == _U32 else lax.convert_element_type(out, dt)
+
+
+# ------------------------------------------------------------------------------------------------- floats
+def _float_dtype(dtype, fn: str) -> np.dtype:
+    dt = dtypes.canonicalize(dtype)
+    if not dtypes.is_float(dt):
+        raise ValueError(f"{fn}: dtype must be a floating-point type, got {dt}")
+    return dt
+
+
+def _unit(key, shape, dt):
+    """Floats in ``[0, 1)`` with all mantissa bits random (the same values as JAX's bit trick)."""
+    nmant = np.finfo(dt).nmant
+    nbits = dt.itemsize * 8
+    ut = np.dtype(f"uint{nbits}")
+    b = bits(key, shape, ut)
+    mant = lax.shift_right_logical(b, ut.type(nbits - nmant))
+    return lax.mul(lax.convert_element_type(mant, dt), dt.type(2.0 ** -nmant))
+
+
+def uniform(key: Array, shape: Sequence[int] = (), dtype=np.float32, minval=0.0, maxval=1.0) -> Array:
+    """Uniform floats in ``[minval, maxval)``.
+
+    Example::
+
+        >>> u = flfun.random.uniform(flfun.random.key(0), (2, 3), minval=-1.0, maxval=1.0)
+    """
+    key = _check_key(key, "uniform")
+    shape = _canonical_shape(shape, "uniform")
+    dt = _float_dtype(dtype, "uniform")
+    minval = fnp.asarray(minval, dtype=dt)
+    maxval = fnp.asarray(maxval, dtype=dt)
+    u = _unit(key, shape, dt)
+    return fnp.maximum(minval, u * (maxval - minval) + minval)
+
+
+def _erfinv(x):
+    """Inverse error function: Giles' single-precision polynomial (what XLA uses), plus two Newton steps in
+    float64."""
+    w = fnp.negative(fnp.log1p(fnp.negative(x * x)))
+    small = w < 5.0
+    ws = w - 2.5
+    wl = fnp.sqrt(fnp.maximum(w, 5.0)) - 3.0
+    cs = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+          -0.00417768164, 0.246640727, 1.50140941)
+    cl = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+          0.00943887047, 1.00167406, 2.83297682)
+    ps, pl = fnp.full_like(x, cs[0]), fnp.full_like(x, cl[0])
+    for a, b in zip(cs[1:], cl[1:]):
+        ps = ps * ws + a
+        pl = pl * wl + b
+    y = fnp.where(small, ps, pl) * x
+    if x.dtype == np.float64:
+        for _ in range(2):
+            y = y - (lax.erf(y) - x) / (fnp.exp(fnp.negative(y * y)) * (2 / math.sqrt(math.pi)))
+    return y
+
+
+def normal(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
+    """Standard normal floats (inverse-CDF method, as ``jax.random.normal``).
+
+    Example::
+
+        >>> z = flfun.random.normal(flfun.random.key(0), (1000,))
+    """
+    key = _check_key(key, "normal")
+    shape = _canonical_shape(shape, "normal")
+    dt = _float_dtype(dtype, "normal")
+    lo = np.nextafter(dt.type(-1), dt.type(0))
+    u = uniform(key, shape, dt, lo, 1.0)
+    return _erfinv(u) * dt.type(math.sqrt(2))
+
+
+def truncated_normal(key: Array, lower, upper, shape: Sequence[int] | None = None, dtype=np.float32) -> Array:
+    """Standard normal floats conditioned on ``lower < z < upper`` (``shape`` defaults to their broadcast).
+
+    Example::
+
+        >>> z = flfun.random.truncated_normal(flfun.random.key(0), -2.0, 2.0, (4, 4))
+    """
+    key = _check_key(key, "truncated_normal")
+    dt = _float_dtype(dtype, "truncated_normal")
+    lower, upper = fnp.asarray(lower, dtype=dt), fnp.asarray(upper, dtype=dt)
+    if shape is None:
+        shape = np.broadcast_shapes(lower.shape, upper.shape)
+    shape = _canonical_shape(shape, "truncated_normal")
+    sqrt2 = dt.type(math.sqrt(2))
+    a, b = lax.erf(lower / sqrt2), lax.erf(upper / sqrt2)
+    u = uniform(key, shape, dt, a, b)
+    out = _erfinv(u) * sqrt2
+    tiny = dt.type(np.finfo(dt).eps)
+    return fnp.clip(out, lower + fnp.abs(lower) * tiny, upper - fnp.abs(upper) * tiny)
+
+
+def bernoulli(key: Array, p=0.5, shape: Sequence[int] | None = None) -> Array:
+    """Booleans that are True with probability ``p`` (``shape`` defaults to ``p``'s shape).
+
+    Example::
+
+        >>> mask = flfun.random.bernoulli(flfun.random.key(0), 0.9, (8,))
+    """
+    key = _check_key(key, "bernoulli")
+    p = fnp.asarray(p) if not isinstance(p, Array) else p
+    if not dtypes.is_float(p.dtype):
+        p = lax.convert_element_type(p, dtypes.DEFAULT_FLOAT)
+    shape = _canonical_shape(p.shape if shape is None else shape, "bernoulli")
+    return uniform(key, shape, p.dtype) < p
+
+
+def gumbel(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
+    """Standard Gumbel floats: ``-log(-log(u))``.
+
+    Example::
+
+        >>> g = flfun.random.gumbel(flfun.random.key(0), (5,))
+    """
+    key = _check_key(key, "gumbel")
+    dt = _float_dtype(dtype, "gumbel")
+    u = uniform(key, _canonical_shape(shape, "gumbel"), dt, np.finfo(dt).tiny, 1.0)
+    return fnp.negative(fnp.log(fnp.negative(fnp.log(u))))
+
+
+def categorical(key: Array, logits, axis: int = -1, shape: Sequence[int] | None = None) -> Array:
+    """Samples from the categorical distributions given by unnormalised log-probabilities ``logits``.
+
+    The result has ``logits``' shape without ``axis`` (or ``shape``, which must end with that batch shape).
+
+    Example::
+
+        >>> flfun.random.categorical(flfun.random.key(0), fnp.log(fnp.asarray([0.1, 0.9])))
+    """
+    key = _check_key(key, "categorical")
+    logits = fnp.asarray(logits) if not isinstance(logits, Array) else logits
+    axis = canonical_axis(axis, logits.ndim, "categorical")
+    logits = fnp.moveaxis(logits, axis, -1) if axis != logits.ndim - 1 else logits
+    batch = tuple(logits.shape[:-1])
+    shape = batch if shape is None else _canonical_shape(shape, "categorical")
+    if tuple(shape[len(shape) - len(batch):]) != batch:
+        raise ValueError(f"categorical: shape {shape} must end with the logits' batch shape {batch}")
+    g = gumbel(key, (*shape, logits.shape[-1]), logits.dtype if dtypes.is_float(logits.dtype) else np.float32)
+    return fnp.argmax(g + logits, axis=-1)
+
+
+def randint(key: Array, shape: Sequence[int], minval, maxval, dtype=np.int64) -> Array:
+    """Uniform integers in ``[minval, maxval)`` (the same unbiased-enough scheme as ``jax.random.randint``).
+
+    Example::
+
+        >>> flfun.random.randint(flfun.random.key(0), (3,), 0, 10)
+    """
+    key = _check_key(key, "randint")
+    shape = _canonical_shape(shape, "randint")
+    dt = dtypes.canonicalize(dtype)
+    if not dtypes.is_int(dt):
+        raise ValueError(f"randint: dtype must be an integer type, got {dt}")
+    nbits = max(dt.itemsize * 8, 32)
+    ut = np.dtype(f"uint{nbits}")
+    minval, maxval = fnp.asarray(minval, dtype=dt), fnp.asarray(maxval, dtype=dt)
+    keys = split(key)
+    hi_bits, lo_bits = bits(_row(keys, 0), shape, ut), bits(_row(keys, 1), shape, ut)
+    span = lax.convert_element_type(maxval - minval, ut)
+    span = fnp.where(maxval <= minval, ut.type(1), span)
+    mult = lax.rem(ut.type(2 ** (nbits // 2)), span)
+    mult = lax.rem(lax.mul(mult, mult), span)
+    offset = lax.add(lax.mul(lax.rem(hi_bits, span), mult), lax.rem(lo_bits, span))
+    offset = lax.rem(offset, span)
+    return minval + lax.convert_element_type(offset, dt)
+
+
+# -------------------------------------------------------------------------------------------- permutations
+def _shuffle(key, x, axis: int):
+    n = x.size
+    rounds = math.ceil(3 * math.log(max(1, n)) / math.log(2 ** 32 - 1))
+    for _ in range(rounds):
+        key, sub = split(key)
+        sort_keys = bits(sub, x.shape)
+        x = lax_shape.sort((sort_keys, x), dimension=axis, is_stable=True, num_keys=1)[1]
+    return x
+
+
+def permutation(key: Array, x, axis: int = 0, independent: bool = False) -> Array:
+    """A random permutation of ``range(x)`` (int ``x``) or of ``x``'s slices along ``axis``.
+
+    With ``independent=True`` every 1-d slice along ``axis`` is shuffled independently.
+
+    Example::
+
+        >>> perm = flfun.random.permutation(flfun.random.key(0), 10)
+    """
+    key = _check_key(key, "permutation")
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        if x < 0:
+            raise ValueError(f"permutation: x must be a non-negative int or an array, got {x}")
+        return _shuffle(key, fnp.arange(int(x)), 0)
+    x = fnp.asarray(x) if not isinstance(x, Array) else x
+    if x.ndim == 0:
+        raise ValueError("permutation: x must be a non-negative int or an array with at least one dimension")
+    axis = canonical_axis(axis, x.ndim, "permutation")
+    if independent or x.ndim == 1:
+        return _shuffle(key, x, axis)
+    ind = _shuffle(key, fnp.arange(x.shape[axis]), 0)
+    return fnp.take(x, ind, axis=axis)
+
+
+def shuffle(key: Array, x, axis: int = 0) -> Array:
+    """``x`` with its slices along ``axis`` in random order (same as ``permutation(key, x, axis)``).
+
+    Example::
+
+        >>> flfun.random.shuffle(flfun.random.key(0), fnp.arange(5))
+    """
+    return permutation(key, x, axis)
+
+
+def choice(key: Array, n: int, shape: Sequence[int] = (), replace: bool = True) -> Array:
+    """Random indices into ``range(n)``: with replacement (uniform ints) or without (a permutation prefix).
+
+    Example::
+
+        >>> idx = flfun.random.choice(flfun.random.key(0), 100, (8,), replace=False)
+    """
+    shape = _canonical_shape(shape, "choice")
+    if replace:
+        return randint(key, shape, 0, n)
+    size = prod(shape)
+    if size > n:
+        raise ValueError(f"choice: cannot draw {size} values from {n} without replacement")
+    return lax_shape.reshape(lax_shape.slice(permutation(key, n), (0,), (size,)), shape)
+
+
+__all__ = ["key", "PRNGKey", "split", "fold_in", "bits", "uniform", "normal", "truncated_normal", "bernoulli",
+           "gumbel", "categorical", "randint", "permutation", "shuffle", "choice", "threefry_2x32"]
