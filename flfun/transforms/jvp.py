@@ -117,7 +117,7 @@ def linearize_flat(f: Callable, primals: list):
         zero_out = [is_zero(t) for t in tangents_out]
         nonzero = [full_raise(strace, t) for t in tangents_out if not is_zero(t)]
         program, consts = builder.build(tangents_in, nonzero)
-    return primals_out, program, consts, zero_out, [tangent_aval(get_aval(t)) if is_zero(t) else None
+    return primals_out, program, consts, zero_out, [t.aval if is_zero(t) else None
                                                     for t in tangents_out]
 
 
