@@ -1,1 +1,115 @@
-"""(being written)"""
+"""Sorting for ``flfun.numpy``: ``sort``, ``argsort`` (array API 2024.12 signatures), ``lexsort``, ``partition``
+and ``argpartition``. All are built on the ``sort`` primitive, which is always stable; NaNs sort last (first when
+descending, since a descending sort is the reverse of an ascending one with ties kept in order)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from flfun import dtypes
+from flfun.array import Array
+from flfun.numpy._creation import asarray
+from flfun.primitives import shape as lax
+from flfun.primitives.elementwise import sub
+from flfun.util import canonical_axis
+
+
+def _as_array(x) -> Array:
+    return x if isinstance(x, Array) else asarray(x)
+
+
+def _prepare(op: str, x, axis):
+    x = _as_array(x)
+    if x.ndim == 0:
+        raise ValueError(f"{op}: x must have at least one dimension, got a 0-d array")
+    return x, canonical_axis(axis, x.ndim, op)
+
+
+def _sort_with_indices(x, axis: int, descending: bool):
+    """``(sorted x, int64 indices)`` along ``axis``; ties keep their original order in both directions."""
+    n = x.shape[axis]
+    if descending:   # sort the reversed array ascending, then reverse back: ties stay in original order
+        keys, idx = lax.sort((lax.rev(x, (axis,)), lax.iota(dtypes.int64, x.shape, axis)), axis)
+        return lax.rev(keys, (axis,)), sub(lax.full((), n - 1, dtypes.int64), lax.rev(idx, (axis,)))
+    keys, idx = lax.sort((x, lax.iota(dtypes.int64, x.shape, axis)), axis)
+    return keys, idx
+
+
+def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+    """A sorted copy of ``x`` along ``axis`` (the sort is always stable; NaNs go last, or first if descending).
+
+    Example::
+
+        >>> fnp.sort(fnp.asarray([3, 1, 2]), descending=True).tolist()
+        [3, 2, 1]
+    """
+    x, axis = _prepare("sort", x, axis)
+    if descending:
+        return lax.rev(lax.sort(lax.rev(x, (axis,)), axis), (axis,))
+    return lax.sort(x, axis)
+
+
+def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+    """int64 indices that sort ``x`` along ``axis``; equal elements keep their original order, also when
+    ``descending`` (the sort is always stable).
+
+    Example::
+
+        >>> fnp.argsort(fnp.asarray([2, 1, 2, 0]), descending=True).tolist()
+        [0, 2, 1, 3]
+    """
+    x, axis = _prepare("argsort", x, axis)
+    return _sort_with_indices(x, axis, descending)[1]
+
+
+def lexsort(keys: Sequence, axis: int = -1) -> Array:
+    """Indices that sort by several keys, numpy-style: the LAST key is the primary one.
+
+    Example::
+
+        >>> fnp.lexsort([fnp.asarray([1, 0, 2]), fnp.asarray([0, 0, 1])]).tolist()   # by 2nd key, then 1st
+        [1, 0, 2]
+    """
+    keys = [_as_array(k) for k in keys]
+    if not keys:
+        raise ValueError("lexsort: keys must contain at least one array")
+    if any(k.shape != keys[0].shape for k in keys):
+        raise ValueError(f"lexsort: all keys must have one shape, got {[tuple(k.shape) for k in keys]}")
+    _, axis = _prepare("lexsort", keys[0], axis)
+    ops = keys[::-1] + [lax.iota(dtypes.int64, keys[0].shape, axis)]
+    return lax.sort(ops, axis, num_keys=len(keys))[-1]
+
+
+def _check_kth(op: str, kth, n: int) -> None:
+    for k in (kth if isinstance(kth, (list, tuple)) else (kth,)):
+        if not isinstance(k, int) or not -n <= k < n:
+            raise ValueError(f"{op}: kth={kth!r} must be an int (or ints) within [-{n}, {n})")
+
+
+def partition(a, kth, axis: int = -1) -> Array:
+    """numpy's ``partition``: the ``kth`` element lands where a sort would put it, smaller ones before it and
+    larger ones after. flfun sorts fully, which satisfies that contract (it is one order numpy may return).
+
+    Example::
+
+        >>> fnp.partition(fnp.asarray([3, 4, 2, 1]), 2).tolist()   # numpy may also give [2, 1, 3, 4]
+        [1, 2, 3, 4]
+    """
+    a, axis = _prepare("partition", a, axis)
+    _check_kth("partition", kth, a.shape[axis])
+    return lax.sort(a, axis)
+
+
+def argpartition(a, kth, axis: int = -1) -> Array:
+    """Indices that partition ``a`` around ``kth`` (see ``partition``; flfun returns a full stable argsort).
+
+    Example::
+
+        >>> fnp.argpartition(fnp.asarray([3, 4, 2, 1]), 1).tolist()
+        [3, 2, 0, 1]
+    """
+    a, axis = _prepare("argpartition", a, axis)
+    _check_kth("argpartition", kth, a.shape[axis])
+    return _sort_with_indices(a, axis, False)[1]
+
+
+__all__ = ["sort", "argsort", "lexsort", "partition", "argpartition"]

@@ -1,12 +1,36 @@
 """Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev, slice, dynamic_slice,
 dynamic_update_slice, pad, concatenate, iota, sort. All but sort and iota are linear: their transposes move
-cotangents back to the operand's layout."""
+cotangents back to the operand's layout. Start indices of the dynamic slices are scalar integer operands, clamped
+into range as in lax; sort carries tangents as extra operands (linear in them, so it transposes too)."""
 from __future__ import annotations
+
+from typing import Sequence
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short, to_array
-from flfun.primitives.common import linear_jvp, moveaxis_to_front
+from flfun.primitives.common import (Zero, instantiate, is_zero, linear_jvp, moveaxis, moveaxis_to_front,
+                                     not_mapped, tangent_aval_of)
 from flfun.util import prod
+
+
+def _undef(x) -> bool:
+    from flfun.transforms.vjp import UndefinedPrimal
+    return type(x) is UndefinedPrimal
+
+
+def _shape_of(x) -> tuple[int, ...]:
+    """Shape of an operand in a transpose rule (an ``UndefinedPrimal`` or a value)."""
+    return tuple(x.aval.shape if _undef(x) else x.shape)
+
+
+def _check_dims(op: str, x, dimensions, rank: int) -> None:
+    if len(set(dimensions)) != len(dimensions) or any(not 0 <= d < rank for d in dimensions):
+        raise TypeError(f"{op}: dimensions {dimensions} must be distinct and within rank {rank} for {short(x)}")
+
+
+def _norm_dims(dimensions, rank: int) -> tuple[int, ...]:
+    """Negative dims counted from the end; out-of-range ones are left for the abstract eval to reject."""
+    return tuple(int(d) + rank if -rank <= int(d) < 0 else int(d) for d in dimensions)
 
 
 def full(shape, fill_value, dtype):
@@ -14,12 +38,16 @@ def full(shape, fill_value, dtype):
     from flfun.core import Tracer
     from flfun.array import Array
     dtype = dtypes.canonicalize(dtype)
-    if isinstance(fill_value, Array) or isinstance(fill_value, Tracer):
+    if isinstance(fill_value, (Array, Tracer)):
         from flfun.primitives.elementwise import convert_element_type
         scalar = fill_value if fill_value.dtype == dtype else convert_element_type(fill_value, dtype)
     else:
         scalar = to_array(fill_value, dtype)
     return broadcast_in_dim(scalar, tuple(shape), ())
+
+
+def _zeros(shape, dtype):
+    return full(shape, 0, dtype)
 
 
 # -------------------------------------------------------------------------------------------- broadcast_in_dim
@@ -35,6 +63,8 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
     if any(b >= len(shape) or b < 0 for b in bd) or any(a >= b for a, b in zip(bd, bd[1:])):
         raise TypeError(f"broadcast_in_dim: broadcast_dimensions {bd} must be strictly increasing and "
                         f"within the target rank {len(shape)}")
+    if any(d < 0 for d in shape):
+        raise TypeError(f"broadcast_in_dim: negative size in target shape {shape}")
     for d, b in zip(x.shape, bd):
         if d not in (1, shape[b]):
             raise TypeError(f"broadcast_in_dim: operand {short(x)} cannot be broadcast to shape {shape} "
@@ -53,7 +83,7 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
     summed = tuple(i for i in range(len(shape)) if i not in bd)
     summed += tuple(b for d, b in zip(in_shape, bd) if d == 1 and shape[b] != 1)
     out = reduce_sum(ct, tuple(sorted(summed))) if summed else ct
-    return [reshape(out, in_shape) if tuple(out.shape) != tuple(in_shape) else out]
+    return [reshape(out, in_shape)]
 
 
 @broadcast_in_dim_p.def_batch
@@ -63,8 +93,14 @@ def _broadcast_in_dim_batch(axis, args, dims, *, shape, broadcast_dimensions):
                             (0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
 
 
-def broadcast_in_dim(x, shape, broadcast_dimensions):
-    """Broadcast ``x`` into ``shape``, operand dim ``i`` going to ``broadcast_dimensions[i]``."""
+def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
+    """Broadcast ``x`` into ``shape``, operand dim ``i`` going to ``broadcast_dimensions[i]``.
+
+    Example::
+
+        >>> lax.broadcast_in_dim(fnp.arange(3.0), (2, 3), (1,)).shape
+        (2, 3)
+    """
     return bind(broadcast_in_dim_p, x, shape=tuple(int(d) for d in shape),
                 broadcast_dimensions=tuple(int(d) for d in broadcast_dimensions))
 
@@ -90,8 +126,14 @@ def _reshape_batch(axis, args, dims, *, new_sizes):
     return reshape(x, (axis.size,) + tuple(new_sizes)), 0
 
 
-def reshape(x, new_sizes):
-    """Row-major reshape to ``new_sizes`` (no -1: ``flfun.numpy.reshape`` resolves that)."""
+def reshape(x, new_sizes: Sequence[int]):
+    """Row-major reshape to ``new_sizes`` (no -1: ``flfun.numpy.reshape`` resolves that).
+
+    Example::
+
+        >>> lax.reshape(fnp.arange(6.0), (2, 3)).shape
+        (2, 3)
+    """
     new_sizes = tuple(int(d) for d in new_sizes)
     if tuple(x.shape) == new_sizes:
         return x
@@ -122,16 +164,127 @@ def _transpose_transpose(ct, x, *, permutation):
 
 @transpose_p.def_batch
 def _transpose_batch(axis, args, dims, *, permutation):
-    x = moveaxis_to_front(args[0], dims[0], axis.size)
-    return transpose(x, (0,) + tuple(p + 1 for p in permutation)), 0
+    (x,), (bd,) = args, dims
+    # keep the mapped axis where it is and permute the others around it
+    perm = [p + (p >= bd) for p in permutation]
+    perm.insert(bd, bd)
+    return transpose(x, perm), bd
 
 
-def transpose(x, permutation):
-    """Permute axes: output axis ``i`` is input axis ``permutation[i]``."""
+def transpose(x, permutation: Sequence[int]):
+    """Permute axes: output axis ``i`` is input axis ``permutation[i]``.
+
+    Example::
+
+        >>> lax.transpose(fnp.zeros((2, 3)), (1, 0)).shape
+        (3, 2)
+    """
     permutation = tuple(int(p) for p in permutation)
     if permutation == tuple(range(len(x.shape))):
         return x
     return bind(transpose_p, x, permutation=permutation)
+
+
+# ------------------------------------------------------------------------------------------------------ squeeze
+squeeze_p = Primitive("squeeze")
+
+
+@squeeze_p.def_abstract_eval
+def _squeeze_abstract_eval(x, *, dimensions):
+    _check_dims("squeeze", x, dimensions, len(x.shape))
+    for d in dimensions:
+        if x.shape[d] != 1:
+            raise TypeError(f"squeeze: dimension {d} of {short(x)} has size {x.shape[d]}, not 1")
+    return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions), x.dtype, is_weak(x))
+
+
+squeeze_p.def_jvp(linear_jvp(squeeze_p))
+squeeze_p.def_transpose(lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
+
+
+@squeeze_p.def_batch
+def _squeeze_batch(axis, args, dims, *, dimensions):
+    (x,), (bd,) = args, dims
+    return squeeze(x, tuple(d + (d >= bd) for d in dimensions)), bd - sum(d < bd for d in dimensions)
+
+
+def squeeze(x, dimensions: Sequence[int]):
+    """Remove the size-1 ``dimensions`` (negative ones count from the end).
+
+    Example::
+
+        >>> lax.squeeze(fnp.zeros((1, 3, 1)), (0, -1)).shape
+        (3,)
+    """
+    dimensions = tuple(sorted(_norm_dims(dimensions, len(x.shape))))
+    return bind(squeeze_p, x, dimensions=dimensions) if dimensions else x
+
+
+# -------------------------------------------------------------------------------------------------- expand_dims
+expand_dims_p = Primitive("expand_dims")
+
+
+@expand_dims_p.def_abstract_eval
+def _expand_dims_abstract_eval(x, *, dimensions):
+    _check_dims("expand_dims", x, dimensions, len(x.shape) + len(dimensions))
+    shape = list(x.shape)
+    for d in sorted(dimensions):
+        shape.insert(d, 1)
+    return ShapedArray(shape, x.dtype, is_weak(x))
+
+
+expand_dims_p.def_jvp(linear_jvp(expand_dims_p))
+expand_dims_p.def_transpose(lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
+
+
+@expand_dims_p.def_batch
+def _expand_dims_batch(axis, args, dims, *, dimensions):
+    x = moveaxis_to_front(args[0], dims[0], axis.size)
+    return expand_dims(x, tuple(d + 1 for d in dimensions)), 0
+
+
+def expand_dims(x, dimensions: Sequence[int]):
+    """Insert size-1 axes so that they sit at ``dimensions`` of the result (negative: from its end).
+
+    Example::
+
+        >>> lax.expand_dims(fnp.zeros(3), (0, -1)).shape
+        (1, 3, 1)
+    """
+    dimensions = tuple(sorted(_norm_dims(dimensions, len(x.shape) + len(dimensions))))
+    return bind(expand_dims_p, x, dimensions=dimensions) if dimensions else x
+
+
+# ---------------------------------------------------------------------------------------------------------- rev
+rev_p = Primitive("rev")
+
+
+@rev_p.def_abstract_eval
+def _rev_abstract_eval(x, *, dimensions):
+    _check_dims("rev", x, dimensions, len(x.shape))
+    return ShapedArray(x.shape, x.dtype, is_weak(x))
+
+
+rev_p.def_jvp(linear_jvp(rev_p))
+rev_p.def_transpose(lambda ct, x, *, dimensions: [rev(ct, dimensions)])
+
+
+@rev_p.def_batch
+def _rev_batch(axis, args, dims, *, dimensions):
+    (x,), (bd,) = args, dims
+    return rev(x, tuple(d + (d >= bd) for d in dimensions)), bd
+
+
+def rev(x, dimensions: Sequence[int]):
+    """Reverse the order of elements along ``dimensions``.
+
+    Example::
+
+        >>> lax.rev(fnp.arange(3.0), (0,)).tolist()
+        [2.0, 1.0, 0.0]
+    """
+    dimensions = tuple(sorted(_norm_dims(dimensions, len(x.shape))))
+    return bind(rev_p, x, dimensions=dimensions) if dimensions else x
 
 
 # --------------------------------------------------------------------------------------------------------- iota
@@ -140,13 +293,23 @@ iota_p = Primitive("iota")
 
 @iota_p.def_abstract_eval
 def _iota_abstract_eval(*, dtype, shape, dimension, device=None):
+    if not (dtypes.is_int(dtype) or dtypes.is_float(dtype)):
+        raise TypeError(f"iota: dtype must be an integer or floating type, got {dtype}")
+    if any(d < 0 for d in shape):
+        raise TypeError(f"iota: negative size in shape {shape}")
     if not 0 <= dimension < len(shape):
         raise TypeError(f"iota: dimension {dimension} is out of range for shape {shape}")
     return ShapedArray(shape, dtype)
 
 
-def iota(dtype, shape, dimension: int = 0):
-    """Integers counting up along ``dimension``, broadcast to ``shape``: ``lax.iota('int32', (3,), 0)``."""
+def iota(dtype, shape: Sequence[int], dimension: int = 0):
+    """Integers counting up along ``dimension``, broadcast to ``shape``.
+
+    Example::
+
+        >>> lax.iota('int32', (2, 3), 1).tolist()
+        [[0, 1, 2], [0, 1, 2]]
+    """
     shape = tuple(int(d) for d in shape)
     return bind(iota_p, dtype=dtypes.canonicalize(dtype), shape=shape, dimension=int(dimension))
 
@@ -161,10 +324,12 @@ def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
     if not (len(start_indices) == len(limit_indices) == len(strides) == n):
         raise TypeError(f"slice: start_indices {start_indices}, limit_indices {limit_indices} and strides "
                         f"{strides} must each have one entry per dimension of {short(x)}")
-    for s, l, st, d in zip(start_indices, limit_indices, strides, x.shape):
-        if not (0 <= s <= l <= d) or st < 1:
-            raise TypeError(f"slice: start_indices {start_indices} / limit_indices {limit_indices} / strides "
-                            f"{strides} are out of bounds for {short(x)}")
+    if any(st < 1 for st in strides):
+        raise TypeError(f"slice: strides {strides} must be positive for {short(x)}")
+    for s, l, d in zip(start_indices, limit_indices, x.shape):
+        if not 0 <= s <= l <= d:
+            raise TypeError(f"slice: start_indices {start_indices} / limit_indices {limit_indices} are out of "
+                            f"bounds for {short(x)}")
     shape = tuple((l - s + st - 1) // st for s, l, st in zip(start_indices, limit_indices, strides))
     return ShapedArray(shape, x.dtype, is_weak(x))
 
@@ -174,29 +339,191 @@ slice_p.def_jvp(linear_jvp(slice_p))
 
 @slice_p.def_transpose
 def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
-    from flfun.primitives.common import instantiate, Zero
-    shape = x.aval.shape
-    if all(st == 1 for st in strides):
-        cfg = tuple((s, d - l, 0) for s, l, d in zip(start_indices, limit_indices, shape))
-    else:
-        cfg = tuple((s, d - (s + (c - 1) * st + 1) if c else d - s, st - 1 if c else 0)
-                    for s, l, st, d, c in zip(start_indices, limit_indices, strides, shape, ct.shape))
-    zero = instantiate(Zero(ShapedArray((), ct.dtype)))
-    return [pad(ct, zero, cfg)]
+    # pad the cotangent back: low = start, interior = stride - 1, high = whatever is left after the last element
+    cfg = tuple((s, d - (s + (c - 1) * st + 1), st - 1) if c else (s, d - s, 0)
+                for s, st, d, c in zip(start_indices, strides, x.aval.shape, ct.shape))
+    return [pad(ct, _zeros((), ct.dtype), cfg)]
 
 
 @slice_p.def_batch
 def _slice_batch(axis, args, dims, *, start_indices, limit_indices, strides):
-    x = moveaxis_to_front(args[0], dims[0], axis.size)
-    return bind(slice_p, x, start_indices=(0,) + tuple(start_indices),
-                limit_indices=(axis.size,) + tuple(limit_indices), strides=(1,) + tuple(strides)), 0
+    (x,), (bd,) = args, dims
+    ins = lambda t, v: tuple(t[:bd]) + (v,) + tuple(t[bd:])  # noqa: E731
+    return bind(slice_p, x, start_indices=ins(start_indices, 0), limit_indices=ins(limit_indices, axis.size),
+                strides=ins(strides, 1)), bd
 
 
-def slice(x, start_indices, limit_indices, strides=None):
-    """Static slice ``x[start:limit:stride]`` per dimension: ``lax.slice(x, (0, 1), (2, 3))``."""
+def slice(x, start_indices: Sequence[int], limit_indices: Sequence[int], strides: Sequence[int] | None = None):
+    """Static slice ``x[start:limit:stride]`` per dimension.
+
+    Example::
+
+        >>> lax.slice(fnp.arange(6.0), (1,), (6,), (2,)).tolist()
+        [1.0, 3.0, 5.0]
+    """
     strides = (1,) * len(x.shape) if strides is None else tuple(int(s) for s in strides)
     return bind(slice_p, x, start_indices=tuple(int(s) for s in start_indices),
                 limit_indices=tuple(int(s) for s in limit_indices), strides=strides)
+
+
+def _slice_in_dim(x, start: int, limit: int, dim: int):
+    starts = [0] * len(x.shape)
+    limits = list(x.shape)
+    starts[dim], limits[dim] = start, limit
+    return slice(x, starts, limits)
+
+
+# ------------------------------------------------------------------------------------------------ dynamic_slice
+def _check_start_indices(op: str, x, idx) -> None:
+    if len(idx) != len(x.shape):
+        raise TypeError(f"{op}: needs one start index per dimension of {short(x)}, got {len(idx)}")
+    for i in idx:
+        if i.shape != () or not dtypes.is_int(i.dtype):
+            raise TypeError(f"{op}: start indices must be integer scalars, got {short(i)} for {short(x)}")
+
+
+dynamic_slice_p = Primitive("dynamic_slice")
+
+
+@dynamic_slice_p.def_abstract_eval
+def _dynamic_slice_abstract_eval(x, *start_indices, slice_sizes):
+    _check_start_indices("dynamic_slice", x, start_indices)
+    if len(slice_sizes) != len(x.shape) or any(not 0 <= s <= d for s, d in zip(slice_sizes, x.shape)):
+        raise TypeError(f"dynamic_slice: slice_sizes {slice_sizes} must give a size between 0 and the dimension "
+                        f"for each dimension of {short(x)}")
+    return ShapedArray(slice_sizes, x.dtype, is_weak(x))
+
+
+@dynamic_slice_p.def_jvp
+def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
+    x, *idx = primals
+    out = bind(dynamic_slice_p, x, *idx, slice_sizes=slice_sizes)
+    if is_zero(tangents[0]):                       # index tangents are always zero: they are integers
+        return out, Zero(tangent_aval_of(out))
+    return out, bind(dynamic_slice_p, tangents[0], *idx, slice_sizes=slice_sizes)
+
+
+@dynamic_slice_p.def_transpose
+def _dynamic_slice_transpose(ct, x, *idx, slice_sizes):
+    if any(_undef(i) for i in idx):
+        raise TypeError("dynamic_slice: start indices are not linear inputs")
+    return [dynamic_update_slice(_zeros(x.aval.shape, ct.dtype), ct, idx)] + [None] * len(idx)
+
+
+def _batched_starts(idx, dims, x_shape, sizes, size: int) -> list:
+    """Each start index as a ``(size,)`` vector clamped into range like lax does (one index dtype for all)."""
+    from flfun.primitives.elementwise import clamp, convert_element_type
+    dt = dtypes.int64
+    out = []
+    for i, d, n, s in zip(idx, dims, x_shape, sizes):
+        i = i if getattr(i, "dtype", None) == dt else convert_element_type(i, dt)
+        i = clamp(full((), 0, dt), i, full((), n - s, dt))
+        out.append(moveaxis_to_front(i, d, size))
+    return out
+
+
+@dynamic_slice_p.def_batch
+def _dynamic_slice_batch(axis, args, dims, *, slice_sizes):
+    from flfun.primitives.elementwise import add
+    from flfun.primitives.indexing import gather
+    (x, *idx), (dx, *didx) = args, dims
+    size = axis.size
+    x = moveaxis_to_front(x, dx, size)
+    # a plain dynamic_slice for dims with unmapped starts (mapped ones kept whole), then one gather per mapped dim
+    keep = tuple(n if d is not not_mapped else s for n, s, d in zip(x.shape[1:], slice_sizes, didx))
+    x = bind(dynamic_slice_p, x, 0, *[0 if d is not not_mapped else i for i, d in zip(idx, didx)],
+             slice_sizes=(size,) + keep)
+    if all(d is not_mapped for d in didx):
+        return x, 0
+    starts = _batched_starts(idx, didx, x.shape[1:], slice_sizes, size)
+    for k, (start, d, s) in enumerate(zip(starts, didx, slice_sizes)):
+        if d is not_mapped:
+            continue
+        pos = add(broadcast_in_dim(start, (size, s, 1), (0,)), iota(start.dtype, (size, s, 1), 1))
+        x = moveaxis(gather(x, pos, axes=(k + 1,), batch_dims=1, mode="promise_in_bounds"), 1, k + 1)
+    return x, 0
+
+
+def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int]):
+    """The window of ``slice_sizes`` starting at ``start_indices`` (integer scalars, possibly traced), with
+    starts clamped so the window fits, as in ``lax.dynamic_slice``.
+
+    Example::
+
+        >>> lax.dynamic_slice(fnp.arange(5.0), (fnp.asarray(3),), (3,)).tolist()   # start clamped to 2
+        [2.0, 3.0, 4.0]
+    """
+    return bind(dynamic_slice_p, x, *start_indices, slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+# ----------------------------------------------------------------------------------------- dynamic_update_slice
+dynamic_update_slice_p = Primitive("dynamic_update_slice")
+
+
+@dynamic_update_slice_p.def_abstract_eval
+def _dynamic_update_slice_abstract_eval(x, update, *start_indices):
+    _check_start_indices("dynamic_update_slice", x, start_indices)
+    if update.dtype != x.dtype:
+        raise TypeError(f"dynamic_update_slice: update {short(update)} must have the dtype of the operand "
+                        f"{short(x)}")
+    if len(update.shape) != len(x.shape) or any(u > d for u, d in zip(update.shape, x.shape)):
+        raise TypeError(f"dynamic_update_slice: update {short(update)} must have the operand's rank and fit "
+                        f"inside {short(x)}")
+    return ShapedArray(x.shape, x.dtype, is_weak(x) and is_weak(update))
+
+
+@dynamic_update_slice_p.def_jvp
+def _dynamic_update_slice_jvp(primals, tangents):
+    x, update, *idx = primals
+    tx, tu = tangents[:2]
+    out = bind(dynamic_update_slice_p, x, update, *idx)
+    if is_zero(tx) and is_zero(tu):
+        return out, Zero(tangent_aval_of(out))
+    return out, bind(dynamic_update_slice_p, instantiate(tx), instantiate(tu), *idx)
+
+
+@dynamic_update_slice_p.def_transpose
+def _dynamic_update_slice_transpose(ct, x, update, *idx):
+    if any(_undef(i) for i in idx):
+        raise TypeError("dynamic_update_slice: start indices are not linear inputs")
+    u_shape = _shape_of(update)
+    ct_x = dynamic_update_slice(ct, _zeros(u_shape, ct.dtype), idx) if _undef(x) else None
+    ct_u = dynamic_slice(ct, idx, u_shape) if _undef(update) else None
+    return [ct_x, ct_u] + [None] * len(idx)
+
+
+@dynamic_update_slice_p.def_batch
+def _dynamic_update_slice_batch(axis, args, dims):
+    from flfun.primitives.elementwise import add
+    from flfun.primitives.indexing import scatter
+    (x, update, *idx), (dx, du, *didx) = args, dims
+    size = axis.size
+    x, update = moveaxis_to_front(x, dx, size), moveaxis_to_front(update, du, size)
+    if all(d is not_mapped for d in didx):
+        return bind(dynamic_update_slice_p, x, update, 0, *idx), 0
+    # scatter over a full grid of positions along the dims the update does not cover
+    narrow = [k for k in range(len(idx)) if update.shape[k + 1] != x.shape[k + 1]]
+    if not narrow:
+        return update, 0
+    rest = [k for k in range(len(idx)) if k not in narrow]
+    starts = _batched_starts(idx, didx, x.shape[1:], update.shape[1:], size)
+    update = transpose(update, [0] + [k + 1 for k in narrow] + [k + 1 for k in rest])
+    grid = (size,) + tuple(update.shape[1:1 + len(narrow)]) + (1,)
+    pos = concatenate([add(broadcast_in_dim(starts[k], grid, (0,)), iota(dtypes.int64, grid, 1 + j))
+                       for j, k in enumerate(narrow)], len(grid) - 1)
+    return scatter(x, pos, update, axes=tuple(k + 1 for k in narrow), batch_dims=1, mode="promise_in_bounds",
+                   op="set"), 0
+
+
+def dynamic_update_slice(x, update, start_indices: Sequence):
+    """``x`` with the window at ``start_indices`` replaced by ``update`` (starts clamped so it fits).
+
+    Example::
+
+        >>> lax.dynamic_update_slice(fnp.zeros(4), fnp.ones(2), (fnp.asarray(1),)).tolist()
+        [0.0, 1.0, 1.0, 0.0]
+    """
+    return bind(dynamic_update_slice_p, x, update, *start_indices)
 
 
 # ---------------------------------------------------------------------------------------------------------- pad
@@ -223,7 +550,6 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
 
 @pad_p.def_jvp
 def _pad_jvp(primals, tangents, *, padding_config):
-    from flfun.primitives.common import Zero, instantiate, is_zero, tangent_aval_of
     x, pv = primals
     tx, tpv = tangents
     out = pad(x, pv, padding_config)
@@ -234,39 +560,180 @@ def _pad_jvp(primals, tangents, *, padding_config):
 
 @pad_p.def_transpose
 def _pad_transpose(ct, x, pv, *, padding_config):
+    from flfun.primitives.elementwise import sub
     from flfun.primitives.reduce import reduce_sum
-    from flfun.transforms.vjp import UndefinedPrimal
-    lo_neg = [(max(-lo, 0), max(-hi, 0)) for lo, hi, _ in padding_config]
-    # undo negative padding by padding back with zeros, then take the strided interior
-    unpadded = ct
-    if any(a or b for a, b in lo_neg):
-        from flfun.primitives.common import Zero, instantiate
-        zero = instantiate(Zero(ShapedArray((), ct.dtype)))
-        unpadded = pad(ct, zero, tuple((a, b, 0) for a, b in lo_neg))
+    # undo negative (cropping) padding by padding back with zeros, then take the strided interior
+    crop = tuple((max(-lo, 0), max(-hi, 0), 0) for lo, hi, _ in padding_config)
+    full_ct = pad(ct, _zeros((), ct.dtype), crop) if any(a or b for a, b, _ in crop) else ct
     starts = tuple(max(lo, 0) for lo, _, _ in padding_config)
-    limits = tuple(dim - max(hi, 0) for dim, (_, hi, _) in zip(unpadded.shape, padding_config))
-    strides = tuple(i + 1 for _, _, i in padding_config)
-    ct_x = slice(unpadded, starts, limits, strides) if type(x) is UndefinedPrimal else None
+    limits = tuple(n - max(hi, 0) for n, (_, hi, _) in zip(full_ct.shape, padding_config))
+    ct_x = slice(full_ct, starts, limits, tuple(i + 1 for _, _, i in padding_config))
     ct_pv = None
-    if type(pv) is UndefinedPrimal:
-        total = reduce_sum(ct, tuple(range(len(ct.shape))))
-        inner = reduce_sum(ct_x if ct_x is not None else slice(unpadded, starts, limits, strides),
-                           tuple(range(len(ct.shape))))
-        from flfun.primitives.elementwise import sub
-        ct_pv = sub(total, inner)
-    return [ct_x, ct_pv]
+    if _undef(pv):
+        axes = tuple(range(len(ct.shape)))
+        ct_pv = sub(reduce_sum(ct, axes), reduce_sum(ct_x, axes))
+    return [ct_x if _undef(x) else None, ct_pv]
 
 
 @pad_p.def_batch
 def _pad_batch(axis, args, dims, *, padding_config):
-    x, pv = args
-    dx, dpv = dims
-    if dpv is not None:
-        raise NotImplementedError("pad: batching over the padding value is not supported")
+    from flfun.primitives.elementwise import select_n
+    (x, pv), (dx, dpv) = args, dims
     x = moveaxis_to_front(x, dx, axis.size)
-    return pad(x, pv, ((0, 0, 0),) + tuple(padding_config)), 0
+    config = ((0, 0, 0),) + tuple(padding_config)
+    if dpv is not_mapped:
+        return pad(x, pv, config), 0
+    # a mapped padding value: pad with zeros, then select it where the padding went
+    out = pad(x, _zeros((), x.dtype), config)
+    where = pad(full(x.shape[1:], False, dtypes.bool_), full((), True, dtypes.bool_), padding_config)
+    return select_n(where, out, broadcast_in_dim(pv, out.shape, (0,))), 0
 
 
-def pad(x, padding_value, padding_config):
-    """Pad with ``(low, high, interior)`` per dimension (negative low/high crop): ``lax.pad(x, 0., [(1, 1, 0)])``."""
+def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
+    """Pad with ``(low, high, interior)`` per dimension; negative low/high crop.
+
+    Example::
+
+        >>> lax.pad(fnp.ones(2), fnp.asarray(0.0), [(1, 0, 1)]).tolist()
+        [0.0, 1.0, 0.0, 1.0]
+    """
     return bind(pad_p, x, padding_value, padding_config=tuple(tuple(int(v) for v in c) for c in padding_config))
+
+
+# -------------------------------------------------------------------------------------------------- concatenate
+concatenate_p = Primitive("concatenate")
+
+
+@concatenate_p.def_abstract_eval
+def _concatenate_abstract_eval(*operands, dimension):
+    if not operands:
+        raise TypeError("concatenate: needs at least one operand")
+    x0 = operands[0]
+    if not 0 <= dimension < len(x0.shape):
+        raise TypeError(f"concatenate: dimension {dimension} is out of range for {short(x0)}")
+    for o in operands[1:]:
+        if o.dtype != x0.dtype:
+            raise TypeError(f"concatenate: operands must have one dtype, got "
+                            f"{', '.join(short(o) for o in operands)}")
+        if len(o.shape) != len(x0.shape) or any(a != b for i, (a, b) in enumerate(zip(o.shape, x0.shape))
+                                                if i != dimension):
+            raise TypeError(f"concatenate: operand shapes must match except along dimension {dimension}, got "
+                            f"{', '.join(short(o) for o in operands)}")
+    shape = list(x0.shape)
+    shape[dimension] = sum(o.shape[dimension] for o in operands)
+    return ShapedArray(shape, x0.dtype, all(is_weak(o) for o in operands))
+
+
+concatenate_p.def_jvp(linear_jvp(concatenate_p))
+
+
+@concatenate_p.def_transpose
+def _concatenate_transpose(ct, *operands, dimension):
+    out, start = [], 0
+    for o in operands:
+        n = _shape_of(o)[dimension]
+        out.append(_slice_in_dim(ct, start, start + n, dimension) if _undef(o) else None)
+        start += n
+    return out
+
+
+@concatenate_p.def_batch
+def _concatenate_batch(axis, args, dims, *, dimension):
+    args = [moveaxis_to_front(a, d, axis.size) for a, d in zip(args, dims)]
+    return bind(concatenate_p, *args, dimension=dimension + 1), 0
+
+
+def concatenate(operands: Sequence, dimension: int):
+    """Join arrays of one dtype along ``dimension`` (negative counts from the end).
+
+    Example::
+
+        >>> lax.concatenate([fnp.zeros(2), fnp.ones(1)], 0).tolist()
+        [0.0, 0.0, 1.0]
+    """
+    operands = list(operands)
+    if len(operands) == 1:
+        return operands[0]
+    dimension = int(dimension)
+    if operands and dimension < 0:
+        dimension += len(operands[0].shape)
+    return bind(concatenate_p, *operands, dimension=dimension)
+
+
+# --------------------------------------------------------------------------------------------------------- sort
+sort_p = Primitive("sort", multiple_results=True)
+
+
+@sort_p.def_abstract_eval
+def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
+    if not operands:
+        raise TypeError("sort: needs at least one operand")
+    x0 = operands[0]
+    if any(tuple(o.shape) != tuple(x0.shape) for o in operands):
+        raise TypeError(f"sort: operands must have one shape, got {', '.join(short(o) for o in operands)}")
+    if not 0 <= dimension < len(x0.shape):
+        raise TypeError(f"sort: dimension {dimension} is out of range for {short(x0)}")
+    if not 1 <= num_keys <= len(operands):
+        raise TypeError(f"sort: num_keys={num_keys} must be between 1 and the number of operands "
+                        f"({len(operands)})")
+    return [ShapedArray(o.shape, o.dtype, is_weak(o)) for o in operands]
+
+
+@sort_p.def_jvp
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    params = dict(dimension=dimension, is_stable=is_stable, num_keys=num_keys)
+    out = sort_p.bind(*primals, **params)
+    touts = [Zero(tangent_aval_of(o)) for o in out]
+    carried = [i for i, (p, t) in enumerate(zip(primals, tangents)) if not is_zero(t) and dtypes.is_float(p.dtype)]
+    if carried:   # tangents ride along with the keys as extra operands: the same permutation, linear in them
+        moved = sort_p.bind(*primals[:num_keys], *[tangents[i] for i in carried], **params)[num_keys:]
+        for i, t in zip(carried, moved):
+            touts[i] = t
+    return out, touts
+
+
+@sort_p.def_transpose
+def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
+    if any(_undef(k) for k in operands[:num_keys]):
+        raise TypeError("sort: the sort keys are not linear inputs (only the operands they carry are)")
+    res = [None] * len(operands)
+    linear = [i for i in range(num_keys, len(operands)) if _undef(operands[i]) and not is_zero(cts[i])]
+    if linear:
+        keys = operands[:num_keys]
+        params = dict(dimension=dimension, is_stable=is_stable, num_keys=num_keys)
+        perm = sort_p.bind(*keys, iota(dtypes.int64, keys[0].shape, dimension), **params)[-1]
+        # sorting by the permutation sends every cotangent back to where its element came from
+        back = sort_p.bind(perm, *[cts[i] for i in linear], dimension=dimension, is_stable=True, num_keys=1)[1:]
+        for i, b in zip(linear, back):
+            res[i] = b
+    return res
+
+
+@sort_p.def_batch
+def _sort_batch(axis, args, dims, *, dimension, is_stable, num_keys):
+    args = [moveaxis_to_front(a, d, axis.size) for a, d in zip(args, dims)]
+    out = sort_p.bind(*args, dimension=dimension + 1, is_stable=is_stable, num_keys=num_keys)
+    return out, [0] * len(out)
+
+
+def sort(operands, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    """Sort ``operands`` along ``dimension`` lexicographically by the first ``num_keys`` of them; the others
+    follow the same permutation. NaNs sort last (as in numpy). A single array gives a single array back.
+
+    Example::
+
+        >>> keys, idx = lax.sort((fnp.asarray([3., 1., 2.]), lax.iota('int64', (3,))), num_keys=1)
+        >>> idx.tolist()
+        [1, 2, 0]
+    """
+    single = hasattr(operands, "shape")
+    ops = [operands] if single else list(operands)
+    dimension = int(dimension)
+    if ops and dimension < 0:
+        dimension += len(ops[0].shape)
+    out = sort_p.bind(*ops, dimension=dimension, is_stable=bool(is_stable), num_keys=int(num_keys))
+    return out[0] if single else out
+
+
+__all__ = ["full", "broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims", "rev", "iota", "slice",
+           "dynamic_slice", "dynamic_update_slice", "pad", "concatenate", "sort"]

@@ -3,21 +3,14 @@ from __future__ import annotations
 
 
 def impls(xp) -> dict:
+    stable = {"kind": "stable"} if xp.__name__ == "numpy" else {}   # cupy's sorts are always stable
+
     def broadcast_in_dim(x, *, shape, broadcast_dimensions):
         expanded = [1] * len(shape)
         for d, b in zip(xp.shape(x), broadcast_dimensions):
             expanded[b] = d
         return xp.broadcast_to(xp.reshape(x, expanded), shape)
 
-    return {
-        **_more(xp),
-        "broadcast_in_dim": broadcast_in_dim,
-        "reshape": lambda x, *, new_sizes: xp.reshape(x, new_sizes),
-        "transpose": lambda x, *, permutation: xp.transpose(x, permutation),
-    }
-
-
-def _more(xp):
     def iota(*, dtype, shape, dimension, device=None):
         r = xp.arange(shape[dimension], dtype=dtype)
         expanded = [1] * len(shape)
@@ -27,17 +20,50 @@ def _more(xp):
     def slice_(x, *, start_indices, limit_indices, strides):
         return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
 
+    def window(x_shape, idx, sizes):
+        """Slices of the window at ``idx``, each start clamped into ``[0, dim - size]`` like lax."""
+        return tuple(slice(s, s + n) for s, n in
+                     ((min(max(int(i), 0), d - n), n) for i, d, n in zip(idx, x_shape, sizes)))
+
+    def dynamic_slice(x, *idx, slice_sizes):
+        return x[window(xp.shape(x), idx, slice_sizes)]
+
+    def dynamic_update_slice(x, update, *idx):
+        out = xp.array(x, copy=True)
+        out[window(out.shape, idx, xp.shape(update))] = update
+        return out
+
     def pad(x, pv, *, padding_config):
         x = xp.asarray(x)
         lo = [max(l, 0) for l, _, _ in padding_config]
-        shape = []
-        for d, (l, h, i) in zip(x.shape, padding_config):
-            shape.append(max(l, 0) + max(h, 0) + d + max(d - 1, 0) * i)
+        shape = [max(l, 0) + max(h, 0) + d + max(d - 1, 0) * i for d, (l, h, i) in zip(x.shape, padding_config)]
         out = xp.full(shape, pv, dtype=x.dtype)
-        idx = tuple(slice(l, l + (d - 1) * (i + 1) + 1 if d else l, i + 1)
-                    for l, d, (_, _, i) in zip(lo, x.shape, padding_config))
-        out[idx] = x
-        crop = tuple(slice(max(-l, 0), n - max(-h, 0)) for n, (l, h, _) in zip(shape, padding_config))
-        return out[crop]
+        out[tuple(slice(l, l + (d - 1) * (i + 1) + 1 if d else l, i + 1)
+                  for l, d, (_, _, i) in zip(lo, x.shape, padding_config))] = x
+        return out[tuple(slice(max(-l, 0), n - max(-h, 0)) for n, (l, h, _) in zip(shape, padding_config))]
 
-    return {"iota": iota, "slice": slice_, "pad": pad}
+    def sort(*operands, dimension, is_stable, num_keys):
+        if len(operands) == 1:
+            return [xp.sort(operands[0], axis=dimension, **stable)]
+        # least significant key first; each later stable sort keeps the order among its ties
+        perm = xp.argsort(operands[num_keys - 1], axis=dimension, **stable)
+        for key in reversed(operands[:num_keys - 1]):
+            order = xp.argsort(xp.take_along_axis(key, perm, axis=dimension), axis=dimension, **stable)
+            perm = xp.take_along_axis(perm, order, axis=dimension)
+        return [xp.take_along_axis(o, perm, axis=dimension) for o in operands]
+
+    return {
+        "broadcast_in_dim": broadcast_in_dim,
+        "reshape": lambda x, *, new_sizes: xp.reshape(x, new_sizes),
+        "transpose": lambda x, *, permutation: xp.transpose(x, permutation),
+        "squeeze": lambda x, *, dimensions: xp.squeeze(x, axis=dimensions),
+        "expand_dims": lambda x, *, dimensions: xp.expand_dims(x, dimensions),
+        "rev": lambda x, *, dimensions: xp.flip(x, axis=dimensions),
+        "iota": iota,
+        "slice": slice_,
+        "dynamic_slice": dynamic_slice,
+        "dynamic_update_slice": dynamic_update_slice,
+        "pad": pad,
+        "concatenate": lambda *operands, dimension: xp.concatenate(operands, axis=dimension),
+        "sort": sort,
+    }
