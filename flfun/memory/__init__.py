@@ -2,7 +2,8 @@
 
 Every device has a current allocator (``get_allocator``); swap it globally with ``set_allocator`` or for a block
 of code with ``use_allocator``. Allocator classes are registered by name so experiments can say
-``make_allocator("caching", max_split_size=...)``.
+``make_allocator("caching", max_split_size=...)``. ``record`` / ``replay`` / ``compare`` (telemetry.py) study
+what a program asks of an allocator.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Iterator
 
 from flfun.memory.allocator import (Allocator, Block, CachingAllocator, DirectAllocator, RawMemory,
                                     make_memory)
+from flfun.memory.telemetry import Trace, compare, record, replay, to_memory_viz
 
 _ALLOCATOR_CLASSES: dict[str, type] = {}
 _CURRENT: dict = {}
@@ -137,4 +139,4 @@ register_allocator("caching", CachingAllocator)
 
 __all__ = ["Allocator", "Block", "DirectAllocator", "CachingAllocator", "RawMemory", "make_memory",
            "get_allocator", "set_allocator", "use_allocator", "register_allocator", "allocator_classes",
-           "make_allocator"]
+           "make_allocator", "Trace", "record", "replay", "compare", "to_memory_viz"]

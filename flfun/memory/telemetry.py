@@ -1,0 +1,485 @@
+"""Allocation telemetry: record what a program asks of memory, replay it through any allocator, compare policies.
+
+``record()`` logs every buffer an eager primitive creates and the moment it dies, by wrapping each primitive's
+impl for the duration of the block (``core.py`` is untouched; the profiler shares the same hook). ``replay`` runs a
+trace through an allocator offline; ``compare`` tabulates and plots several; ``to_memory_viz`` writes a snapshot
+for PyTorch's memory visualizer (https://pytorch.org/memory_viz).
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import gzip
+import json
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, NamedTuple
+
+import numpy as np
+
+from flfun.memory.allocator import Allocator, CachingAllocator, _fmt
+
+# ------------------------------------------------------------------------------------------ impl instrumentation
+_listeners: list = []
+_saved: dict = {}   # (prim, backend) -> (original impl, our wrapper)
+
+
+def _wrap(prim, impl: Callable) -> Callable:
+    name, multiple = prim.name, prim.multiple_results
+    clock = time.perf_counter_ns
+
+    def instrumented(*args, **params):
+        t0 = clock()
+        out = impl(*args, **params)
+        t1 = clock()
+        fresh = () if "out" in params else _fresh_buffers(args, out if multiple else (out,))
+        for listener in _listeners:
+            listener.on_call(name, t0, t1, fresh, out)
+        return out
+
+    instrumented.__wrapped__ = impl
+    return instrumented
+
+
+def attach(listener) -> None:
+    """Start calling ``listener.on_call(prim_name, t0_ns, t1_ns, fresh_buffers, out)`` after every impl call.
+
+    The first listener wraps every registered impl with ``register_impl`` (which bumps the registry version, so
+    jitted functions pick the wrappers up); the last one to ``detach`` restores the originals.
+    """
+    from flfun import core
+    if not _listeners:
+        core.default_device()   # make sure the default backend's impls are installed before wrapping them
+        for prim in list(core._PRIMITIVES.values()):
+            for backend, impl in list(prim.impls.items()):
+                wrapper = _wrap(prim, impl)
+                _saved[(prim, backend)] = (impl, wrapper)
+                core.register_impl(prim, backend, wrapper)
+    _listeners.append(listener)
+
+
+def detach(listener) -> None:
+    """Stop notifying ``listener``; restores the original impls when no listener is left."""
+    from flfun import core
+    if listener in _listeners:
+        _listeners.remove(listener)
+    if not _listeners:
+        for (prim, backend), (impl, wrapper) in list(_saved.items()):
+            if prim.impls.get(backend) is wrapper:   # leave impls someone replaced meanwhile alone
+                core.register_impl(prim, backend, impl)
+        _saved.clear()
+
+
+def _root(a):
+    while isinstance(getattr(a, "base", None), np.ndarray) or type(getattr(a, "base", None)).__name__ == "ndarray":
+        a = a.base
+    return a
+
+
+def _fresh_buffers(args, outs) -> list:
+    """The outputs' underlying buffers that are new: not views of an input and not repeated."""
+    fresh = []
+    seen = None
+    for o in outs:
+        if not hasattr(o, "nbytes"):
+            continue
+        r = _root(o)
+        if seen is None:
+            seen = {id(_root(a)) for a in args}
+        if id(r) in seen:
+            continue
+        seen.add(id(r))
+        fresh.append(r)
+    return fresh
+
+
+# ------------------------------------------------------------------------------------------------------ traces
+class Event(NamedTuple):
+    """One allocation event: ``kind`` 'alloc' or 'free', the buffer ``id``, sizes, address, time and the op."""
+    kind: str
+    id: int
+    requested: int
+    allocated: int
+    ptr: int
+    t_ns: int
+    op: str
+
+
+COLUMNS = list(Event._fields)
+
+
+@dataclass
+class Trace:
+    """An ordered log of allocations and frees; build one by recording, by hand, or by loading a file.
+
+    Example::
+
+        t = Trace()
+        a = t.alloc(10 << 20, op="big"); t.free(a)
+        t.alloc(5 << 20); t.alloc(6 << 20)
+        t.save("classic.json.gz")
+    """
+    events: list[Event] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self._next_id = max((e.id for e in self.events), default=-1) + 1
+        self._live = {e.id: e for e in self.events if e.kind == "alloc"}
+        for e in self.events:
+            if e.kind == "free":
+                self._live.pop(e.id, None)
+        self._t0 = time.perf_counter_ns()
+
+    def alloc(self, nbytes: int, op: str = "user", allocated: int | None = None, ptr: int = 0,
+              t_ns: int | None = None) -> int:
+        """Append an allocation of ``nbytes``; returns its id (for ``free``)."""
+        i = self._next_id
+        self._next_id += 1
+        t = time.perf_counter_ns() - self._t0 if t_ns is None else t_ns
+        e = Event("alloc", i, int(nbytes), int(nbytes if allocated is None else allocated), ptr, t, op)
+        self.events.append(e)
+        self._live[i] = e
+        return i
+
+    def free(self, i: int, t_ns: int | None = None) -> None:
+        """Append the free of allocation ``i``."""
+        a = self._live.pop(i, None)
+        if a is None:
+            raise ValueError(f"Trace.free: no live allocation with id {i!r}")
+        t = time.perf_counter_ns() - self._t0 if t_ns is None else t_ns
+        self.events.append(Event("free", i, a.requested, a.allocated, a.ptr, t, a.op))
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.events)
+
+    @property
+    def num_allocs(self) -> int:
+        return sum(e.kind == "alloc" for e in self.events)
+
+    def live_bytes(self) -> np.ndarray:
+        """Requested bytes live after each event."""
+        d = np.array([e.requested if e.kind == "alloc" else -e.requested for e in self.events], dtype=np.int64)
+        return np.cumsum(d)
+
+    def scaled(self, factor: float) -> "Trace":
+        """The same trace with every size multiplied by ``factor`` (a model ``factor`` times larger)."""
+        ev = [e._replace(requested=int(e.requested * factor), allocated=int(e.allocated * factor))
+              for e in self.events]
+        return Trace(ev, {**self.meta, "scale": self.meta.get("scale", 1) * factor})
+
+    def by_op(self) -> dict[str, tuple[int, int]]:
+        """{op: (allocations, requested bytes)}, largest first."""
+        out: dict[str, list[int]] = {}
+        for e in self.events:
+            if e.kind == "alloc":
+                c = out.setdefault(e.op, [0, 0])
+                c[0] += 1
+                c[1] += e.requested
+        return {k: (v[0], v[1]) for k, v in sorted(out.items(), key=lambda kv: -kv[1][1])}
+
+    def summary(self) -> str:
+        live = self.live_bytes()
+        return (f"Trace({self.num_allocs} allocations, {len(self.events) - self.num_allocs} frees, "
+                f"peak live {_fmt(int(live.max(initial=0)))}, {len(self._live)} live at end)")
+
+    def __repr__(self):
+        return self.summary()
+
+    def save(self, path: str) -> None:
+        """Write the trace as JSON (gzip-compressed when ``path`` ends in ``.gz``)."""
+        doc = {"format": "flfun-alloc-trace", "version": 1, "meta": self.meta, "columns": COLUMNS,
+               "events": [list(e) for e in self.events]}
+        data = json.dumps(doc, separators=(",", ":")).encode()
+        opener = gzip.open if str(path).endswith(".gz") else open
+        with opener(path, "wb") as f:
+            f.write(data)
+
+    @classmethod
+    def load(cls, path: str) -> "Trace":
+        """Read a trace written by ``save``."""
+        opener = gzip.open if str(path).endswith(".gz") else open
+        with opener(path, "rb") as f:
+            doc = json.loads(f.read())
+        if not isinstance(doc, dict) or doc.get("format") != "flfun-alloc-trace":
+            raise ValueError(f"Trace.load: {path!r} is not an flfun allocation trace")
+        cols = doc["columns"]
+        events = [Event(**dict(zip(cols, row))) for row in doc["events"]]
+        return cls(events, doc.get("meta", {}))
+
+
+# ---------------------------------------------------------------------------------------------------- recording
+class _Recorder:
+    def __init__(self, trace: Trace, shadow: Allocator | None):
+        self.trace, self.shadow = trace, shadow
+        self.blocks: dict[int, object] = {}
+        self.finalizers: dict[int, weakref.finalize] = {}
+
+    def on_call(self, name, t0, t1, fresh, out) -> None:
+        for buf in fresh:
+            nbytes = int(buf.nbytes)
+            block = self.shadow.malloc(nbytes) if self.shadow is not None else None
+            i = self.trace.alloc(nbytes, name, allocated=block.size if block else nbytes,
+                                 ptr=block.ptr if block else 0)
+            if block is not None:
+                self.blocks[i] = block
+            try:
+                self.finalizers[i] = weakref.finalize(buf, self.on_free, i)
+            except TypeError:   # numpy scalars cannot be weakly referenced: count them as freed at once
+                self.on_free(i)
+
+    def on_free(self, i: int) -> None:
+        self.finalizers.pop(i, None)
+        self.trace.free(i)
+        block = self.blocks.pop(i, None)
+        if block is not None:
+            self.shadow.free(block)
+
+    def close(self) -> None:
+        for f in list(self.finalizers.values()):
+            f.detach()
+        self.trace.meta["live_at_end"] = len(self.finalizers)
+        self.finalizers.clear()
+
+
+@contextlib.contextmanager
+def record(shadow: Allocator | None | bool = True, collect: bool = True, **meta) -> Iterator[Trace]:
+    """Record every buffer eager primitives create (requested and allocated size, op, time) and when it dies.
+
+    Buffers are freed in the trace when the last reference to them goes away (``weakref.finalize``); buffers
+    still alive at the end stay allocated in the trace. Buffers that existed before the block (parameters, data)
+    are not in it. ``shadow`` is an allocator each allocation also goes through, so events carry the block
+    address and the allocated (rounded) size it would get: by default a ``CachingAllocator`` on virtual memory;
+    ``False`` or ``None`` records requested sizes only. ``collect`` runs the garbage collector before the block
+    ends so buffers held only by reference cycles are freed inside the trace.
+
+    Example::
+
+        with flfun.memory.record() as trace:
+            loss, grads = value_and_grad(loss_fn)(params, x, y)
+        print(trace.summary()); trace.save("step.json.gz")
+    """
+    if shadow is True:
+        shadow = CachingAllocator(memory="virtual")
+    rec = _Recorder(Trace(meta=dict(meta)), shadow or None)
+    attach(rec)
+    try:
+        yield rec.trace
+        if collect:
+            gc.collect()
+    finally:
+        detach(rec)
+        rec.close()
+
+
+# ------------------------------------------------------------------------------------------------------- replay
+@dataclass
+class ReplayResult:
+    """Stats over time (one row per event) and the final stats of one allocator replaying one trace."""
+    name: str
+    allocated: np.ndarray
+    reserved: np.ndarray
+    requested: np.ndarray
+    ooms: list = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def fragmentation(self) -> np.ndarray:
+        """Internal fragmentation after each event: 1 - requested / allocated."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.allocated > 0, 1.0 - self.requested / np.maximum(self.allocated, 1), 0.0)
+
+    def summary(self) -> dict:
+        """Peaks, byte-weighted mean internal fragmentation, fragmentation at peak reserved, OOM count."""
+        alloc_sum = float(self.allocated.sum())
+        at = int(np.argmax(self.reserved)) if len(self.reserved) else 0
+        peak_reserved = int(self.reserved.max(initial=0))
+        peak_requested = int(self.requested.max(initial=0))
+        return {
+            "peak_reserved": peak_reserved,
+            "peak_allocated": int(self.allocated.max(initial=0)),
+            "peak_requested": peak_requested,
+            "internal_fragmentation": (1.0 - float(self.requested.sum()) / alloc_sum) if alloc_sum else 0.0,
+            "fragmentation_at_peak": float(self.fragmentation[at]) if len(self.reserved) else 0.0,
+            "reserved_overhead": (1.0 - peak_requested / peak_reserved) if peak_reserved else 0.0,
+            "ooms": len(self.ooms),
+            "device_mallocs": self.stats.get("num_device_alloc", 0),
+        }
+
+
+def _counters(allocator) -> Callable[[], tuple[int, int, int]]:
+    if hasattr(allocator, "_stats"):
+        s = allocator._stats
+        a, r, q = s["allocated_bytes"]["all"], s["reserved_bytes"]["all"], s["requested_bytes"]["all"]
+        return lambda: (a.current, r.current, q.current)
+
+    def generic():
+        st = allocator.stats()
+        return (st["allocated_bytes.all.current"], st["reserved_bytes.all.current"],
+                st.get("requested_bytes.all.current", 0))
+    return generic
+
+
+def replay(trace: Trace, allocator: Allocator, *, name: str = "", on_oom: str = "skip",
+           free_at_end: bool = False) -> ReplayResult:
+    """Run ``trace`` through ``allocator``; returns its allocated/reserved/requested bytes after every event.
+
+    ``on_oom='skip'`` counts a ``MemoryError`` and drops that allocation (and its free); ``'raise'`` re-raises.
+    The same trace through an equally configured fresh allocator always gives the same result.
+
+    Example::
+
+        r = replay(trace, CachingAllocator(memory="virtual", max_split_size=64 << 20))
+        print(r.summary()["peak_reserved"], r.ooms)
+    """
+    if on_oom not in ("skip", "raise"):
+        raise ValueError(f"on_oom: expected 'skip' or 'raise', got {on_oom!r}")
+    n = len(trace.events)
+    out = np.zeros((3, n), dtype=np.int64)
+    counters = _counters(allocator)
+    blocks: dict[int, object] = {}
+    ooms = []
+    malloc, free = allocator.malloc, allocator.free
+    for k, e in enumerate(trace.events):
+        if e.kind == "alloc":
+            try:
+                blocks[e.id] = malloc(e.requested)
+            except MemoryError:
+                if on_oom == "raise":
+                    raise
+                ooms.append((k, e.requested, e.op))
+        else:
+            b = blocks.pop(e.id, None)
+            if b is not None:
+                free(b)
+        out[:, k] = counters()
+    if free_at_end:
+        for b in blocks.values():
+            free(b)
+    return ReplayResult(name or type(allocator).__name__, out[0], out[1], out[2], ooms, allocator.stats())
+
+
+def compare(trace: Trace, allocators: dict, *, plot: str | None = None, title: str = "",
+            printer: Callable | None = print) -> dict[str, ReplayResult]:
+    """Replay ``trace`` through each allocator (or zero-argument factory), print a table, optionally plot.
+
+    Example::
+
+        compare(trace, {"unrestricted": CachingAllocator(memory="virtual"),
+                        "split<=64MiB": CachingAllocator(memory="virtual", max_split_size=64 << 20)},
+                plot="frag.png")
+    """
+    results = {}
+    for name, alloc in allocators.items():
+        alloc = alloc() if callable(alloc) and not hasattr(alloc, "malloc") else alloc
+        results[name] = replay(trace, alloc, name=name)
+    if printer is not None:
+        printer(format_table(results, title))
+    if plot:
+        plot_results(results, plot, title)
+    return results
+
+
+def format_table(results: dict[str, ReplayResult], title: str = "") -> str:
+    """A fixed-width table of each result's summary."""
+    head = f"{'policy':<22}{'peak reserved':>15}{'peak alloc':>13}{'peak live':>13}{'int.frag':>10}" \
+           f"{'frag@peak':>11}{'overhead':>10}{'OOMs':>6}{'mallocs':>9}"
+    lines = [title] if title else []
+    lines += [head, "-" * len(head)]
+    for name, r in results.items():
+        s = r.summary()
+        lines.append(f"{name:<22}{_fmt(s['peak_reserved']):>15}{_fmt(s['peak_allocated']):>13}"
+                     f"{_fmt(s['peak_requested']):>13}{s['internal_fragmentation']:>10.2%}"
+                     f"{s['fragmentation_at_peak']:>11.2%}{s['reserved_overhead']:>10.2%}{s['ooms']:>6}"
+                     f"{s['device_mallocs']:>9}")
+    return "\n".join(lines)
+
+
+def plot_results(results: dict[str, ReplayResult], path: str, title: str = "", axes=None) -> None:
+    """Reserved, allocated and internal fragmentation over the trace, one line per allocator (PNG)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    own = axes is None
+    if own:
+        fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
+    for name, r in results.items():
+        x = np.arange(len(r.reserved))
+        axes[0].plot(x, r.reserved / 2**20, label=name, lw=1)
+        axes[1].plot(x, r.allocated / 2**20, label=name, lw=1)
+        axes[2].plot(x, r.fragmentation * 100, label=name, lw=0.8)
+    for ax, lab in zip(axes, ("reserved (MiB)", "allocated (MiB)", "internal frag. (%)")):
+        ax.set_ylabel(lab)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    axes[0].set_title(title)
+    axes[-1].set_xlabel("event")
+    if own:
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+
+
+# ------------------------------------------------------------------------------------------- memory visualizer
+def to_memory_viz(trace: Trace, path: str, allocator: Allocator | None = None) -> dict:
+    """Replay ``trace`` and write a snapshot that https://pytorch.org/memory_viz opens (JSON, or pickle when
+    ``path`` ends in ``.pickle``), with each allocation's op as its stack frame. Returns the snapshot dict.
+
+    Example::
+
+        to_memory_viz(trace, "snapshot.pickle", CachingAllocator(memory="virtual", max_split_size=64 << 20))
+    """
+    alloc = allocator if allocator is not None else CachingAllocator(memory="virtual")
+    if not hasattr(alloc, "events"):
+        raise ValueError("to_memory_viz: allocator must log events (a flfun.memory BaseAllocator)")
+    alloc.events = log = []
+    ops: dict[int, str] = {}
+    blocks: dict[int, object] = {}
+    times: list[int] = []
+    for e in trace.events:
+        n0 = len(log)
+        if e.kind == "alloc":
+            try:
+                b = blocks[e.id] = alloc.malloc(e.requested)
+                ops[b.ptr] = e.op
+            except MemoryError:
+                log.append(("oom", 0, e.requested))
+        elif e.id in blocks:
+            alloc.free(blocks.pop(e.id))
+        times += [e.t_ns // 1000] * (len(log) - n0)
+    alloc.events = None
+    names = {"alloc": ["alloc"], "free": ["free_requested", "free_completed"], "segment_alloc": ["segment_alloc"],
+             "segment_free": ["segment_free"], "oom": ["oom"]}
+    device_trace = []
+    for (action, ptr, size), t in zip(log, times):
+        frames = [{"name": ops.get(ptr, "?"), "filename": "flfun", "line": 0}]
+        for a in names[action]:
+            device_trace.append({"action": a, "addr": ptr, "size": size, "stream": 0, "frames": frames,
+                                 "time_us": t})
+    segments = []
+    for seg, blks in getattr(alloc, "segments", lambda: [])():
+        segments.append({
+            "device": 0, "address": seg.ptr, "total_size": seg.size, "stream": 0,
+            "segment_type": "small" if seg.pool == "small_pool" else "large", "segment_pool_id": [0, 0],
+            "is_expandable": False, "frames": [],
+            "allocated_size": sum(b.size for b in blks if b.allocated),
+            "active_size": sum(b.size for b in blks if b.allocated),
+            "requested_size": sum(b.requested for b in blks if b.allocated),
+            "blocks": [{"address": b.ptr, "size": b.size, "requested_size": b.requested if b.allocated else 0,
+                        "state": "active_allocated" if b.allocated else "inactive",
+                        "frames": [{"name": ops.get(b.ptr, "?"), "filename": "flfun", "line": 0}]}
+                       for b in blks]})
+    snapshot = {"segments": segments, "device_traces": [device_trace],
+                "allocator_settings": {k: getattr(alloc, k, None) for k in
+                                       ("max_split_size", "recycling_size_limit", "capacity")}}
+    if str(path).endswith(".pickle"):
+        import pickle
+        with open(path, "wb") as f:
+            pickle.dump(snapshot, f, protocol=4)
+    else:
+        with open(path, "w") as f:
+            json.dump(snapshot, f)
+    return snapshot

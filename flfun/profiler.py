@@ -1,0 +1,149 @@
+"""Op-level profiler: per-primitive calls, wall time and bytes allocated, for eager and jitted code.
+
+``with flfun.profile() as prof:`` wraps every primitive impl for the duration of the block (the same hook that
+``flfun.memory.record`` uses), so nothing is paid when profiling is off; jitted functions see the wrappers because
+``register_impl`` bumps the registry version their caches are keyed on.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+from flfun.memory import telemetry
+from flfun.memory.allocator import _fmt
+
+
+@dataclass
+class OpStats:
+    """Totals for one primitive."""
+    name: str
+    calls: int = 0
+    time_ns: int = 0
+    bytes: int = 0
+    max_ns: int = 0
+
+    @property
+    def mean_ns(self) -> float:
+        return self.time_ns / self.calls if self.calls else 0.0
+
+
+class Profile:
+    """The result of one ``profile()`` block: per-primitive totals and, with ``trace=True``, every call.
+
+    Example::
+
+        with flfun.profile() as prof:
+            step(params, batch)
+        print(prof.table(sort_by="time", limit=10))
+        prof.export_chrome_trace("trace.json")     # open in https://ui.perfetto.dev
+    """
+
+    def __init__(self, trace: bool = True):
+        self.ops: dict[str, OpStats] = {}
+        self.events: list[tuple[str, int, int, int, int]] = []   # name, t0, t1, bytes, thread id
+        self.keep_events = trace
+        self.start_ns = self.end_ns = time.perf_counter_ns()
+
+    def on_call(self, name: str, t0: int, t1: int, fresh, out) -> None:
+        nbytes = sum(int(b.nbytes) for b in fresh)
+        st = self.ops.get(name)
+        if st is None:
+            st = self.ops[name] = OpStats(name)
+        dt = t1 - t0
+        st.calls += 1
+        st.time_ns += dt
+        st.bytes += nbytes
+        if dt > st.max_ns:
+            st.max_ns = dt
+        if self.keep_events:
+            self.events.append((name, t0, t1, nbytes, threading.get_ident()))
+
+    @property
+    def total_ns(self) -> int:
+        """Time spent inside primitive impls."""
+        return sum(s.time_ns for s in self.ops.values())
+
+    @property
+    def wall_ns(self) -> int:
+        """Wall time of the profiled block (impls plus everything around them)."""
+        return self.end_ns - self.start_ns
+
+    def table(self, sort_by: str = "time", limit: int | None = None) -> str:
+        """A text table of primitives sorted by ``'time'``, ``'calls'``, ``'bytes'`` or ``'name'``.
+
+        Example::
+
+            print(prof.table(sort_by="bytes", limit=5))
+        """
+        keys = {"time": lambda s: -s.time_ns, "calls": lambda s: -s.calls, "bytes": lambda s: -s.bytes,
+                "name": lambda s: s.name}
+        if sort_by not in keys:
+            raise ValueError(f"sort_by: expected one of {sorted(keys)}, got {sort_by!r}")
+        rows = sorted(self.ops.values(), key=keys[sort_by])[:limit]
+        total = self.total_ns or 1
+        head = f"{'primitive':<24}{'calls':>8}{'total':>12}{'%':>7}{'mean':>11}{'max':>11}{'allocated':>13}"
+        lines = [head, "-" * len(head)]
+        for s in rows:
+            lines.append(f"{s.name:<24}{s.calls:>8}{_ms(s.time_ns):>12}{100 * s.time_ns / total:>6.1f}%"
+                         f"{_us(s.mean_ns):>11}{_us(s.max_ns):>11}{_fmt(s.bytes):>13}")
+        lines.append("-" * len(head))
+        lines.append(f"{'total in impls':<24}{sum(s.calls for s in self.ops.values()):>8}{_ms(self.total_ns):>12}"
+                     f"{'':>7}{'':>11}{'':>11}{_fmt(sum(s.bytes for s in self.ops.values())):>13}")
+        lines.append(f"wall time of the block: {_ms(self.wall_ns)}")
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.table()
+
+    def chrome_trace(self) -> dict:
+        """The calls as a Chrome trace-event document (``ph: X`` slices plus a cumulative-bytes counter)."""
+        pid = os.getpid()
+        ev = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": "flfun"}}]
+        total = 0
+        for name, t0, t1, nbytes, tid in self.events:
+            ev.append({"name": name, "cat": "primitive", "ph": "X", "pid": pid, "tid": tid,
+                       "ts": (t0 - self.start_ns) / 1e3, "dur": (t1 - t0) / 1e3, "args": {"bytes": nbytes}})
+            if nbytes:
+                total += nbytes
+                ev.append({"name": "bytes allocated", "ph": "C", "pid": pid, "ts": (t1 - self.start_ns) / 1e3,
+                           "args": {"cumulative": total}})
+        return {"traceEvents": ev, "displayTimeUnit": "ms"}
+
+    def export_chrome_trace(self, path: str) -> None:
+        """Write ``chrome_trace()`` to ``path`` (opens in Perfetto or chrome://tracing)."""
+        if not self.keep_events:
+            raise ValueError("export_chrome_trace: profile(trace=False) kept no per-call events")
+        with open(path, "w") as f:
+            json.dump(self.chrome_trace(), f)
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3f} ms"
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1e3:.1f} us"
+
+
+@contextlib.contextmanager
+def profile(trace: bool = True) -> Iterator[Profile]:
+    """Profile every primitive call in the block; ``trace=False`` keeps only the per-primitive totals.
+
+    Example::
+
+        with flfun.profile() as prof:
+            loss = train_step(params, x, y)
+        print(prof.table())
+    """
+    prof = Profile(trace)
+    telemetry.attach(prof)
+    try:
+        yield prof
+    finally:
+        telemetry.detach(prof)
+        prof.end_ns = time.perf_counter_ns()
