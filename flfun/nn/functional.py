@@ -1,1 +1,271 @@
-"""(being written)"""
+"""Activation functions, softmax/logsumexp and one-hot encoding (``flfun.nn.functional``), built from
+``flfun.numpy`` and the primitives, so they work under every transform. Integer inputs become float32."""
+from __future__ import annotations
+
+import math
+import operator
+
+from flfun import dtypes
+from flfun.array import Array
+from flfun.numpy._promote import asarray_like, to_float
+from flfun.primitives import elementwise as lax
+from flfun.primitives import reduce as lax_reduce
+from flfun.primitives import shape as lax_shape
+from flfun.util import canonical_axes
+
+__all__ = ["relu", "relu6", "gelu", "silu", "swish", "sigmoid", "softplus", "log_sigmoid", "elu", "leaky_relu",
+           "softmax", "log_softmax", "logsumexp", "one_hot", "standardize"]
+
+
+def _c(x, value):
+    """A 0-d constant of ``x``'s dtype."""
+    return lax_shape.full((), value, x.dtype)
+
+
+def _float(x) -> Array:
+    return to_float(x if isinstance(x, Array) else _asarray(x))
+
+
+def _asarray(x):
+    from flfun.numpy import asarray
+    return asarray(x)
+
+
+# ------------------------------------------------------------------------------------------------ activations
+def relu(x) -> Array:
+    """``max(x, 0)``; its derivative at 0 is 0.
+
+    Example::
+
+        >>> relu(fnp.asarray([-1.0, 2.0])).tolist()
+        [0.0, 2.0]
+    """
+    x = _float(x)
+    return lax.select(lax.gt(x, _c(x, 0)), x, _c(x, 0))
+
+
+def relu6(x) -> Array:
+    """``min(max(x, 0), 6)``; its derivative is 0 at and outside both kinks.
+
+    Example::
+
+        >>> relu6(fnp.asarray([-1.0, 3.0, 9.0])).tolist()
+        [0.0, 3.0, 6.0]
+    """
+    x = _float(x)
+    inside = lax.and_(lax.gt(x, _c(x, 0)), lax.lt(x, _c(x, 6)))
+    return lax.select(inside, x, lax.select(lax.ge(x, _c(x, 6)), _c(x, 6), _c(x, 0)))
+
+
+def sigmoid(x) -> Array:
+    """The logistic function ``1 / (1 + exp(-x))``.
+
+    Example::
+
+        >>> sigmoid(fnp.asarray([0.0])).tolist()
+        [0.5]
+    """
+    return lax.logistic(_float(x))
+
+
+def silu(x) -> Array:
+    """``x * sigmoid(x)`` (also called swish).
+
+    Example::
+
+        >>> round(silu(fnp.asarray(1.0)).item(), 4)
+        0.7311
+    """
+    x = _float(x)
+    return lax.mul(x, lax.logistic(x))
+
+
+swish = silu
+
+
+def gelu(x, approximate: bool = True) -> Array:
+    """Gaussian error linear unit: ``x * Phi(x)``; ``approximate=True`` uses the tanh formula (as JAX does).
+
+    Example::
+
+        >>> round(gelu(fnp.asarray(1.0), approximate=False).item(), 4)
+        0.8413
+    """
+    x = _float(x)
+    half_x = lax.mul(_c(x, 0.5), x)
+    if approximate:
+        cube = lax.mul(_c(x, 0.044715), lax.integer_pow(x, 3))
+        inner = lax.mul(_c(x, math.sqrt(2.0 / math.pi)), lax.add(x, cube))
+        return lax.mul(half_x, lax.add(_c(x, 1.0), lax.tanh(inner)))
+    return lax.mul(half_x, lax.add(_c(x, 1.0), lax.erf(lax.mul(x, _c(x, 1.0 / math.sqrt(2.0))))))
+
+
+def softplus(x) -> Array:
+    """``log(1 + exp(x))``, computed without overflow.
+
+    Example::
+
+        >>> round(softplus(fnp.asarray(0.0)).item(), 4)
+        0.6931
+    """
+    from flfun.numpy import logaddexp
+    x = _float(x)
+    return logaddexp(x, _c(x, 0))
+
+
+def log_sigmoid(x) -> Array:
+    """``log(sigmoid(x)) = -softplus(-x)``, stable for large ``|x|``.
+
+    Example::
+
+        >>> log_sigmoid(fnp.asarray([-100.0])).tolist()
+        [-100.0]
+    """
+    x = _float(x)
+    return lax.neg(softplus(lax.neg(x)))
+
+
+def elu(x, alpha: float = 1.0) -> Array:
+    """``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` otherwise.
+
+    Example::
+
+        >>> elu(fnp.asarray([1.0, 0.0])).tolist()
+        [1.0, 0.0]
+    """
+    x = _float(x)
+    positive = lax.gt(x, _c(x, 0))
+    # the exp branch sees only non-positive values, so neither it nor its gradient overflows
+    safe = lax.select(positive, _c(x, 0), x)
+    return lax.select(positive, x, lax.mul(_c(x, alpha), lax.expm1(safe)))
+
+
+def leaky_relu(x, negative_slope: float = 0.01) -> Array:
+    """``x`` for ``x >= 0``, ``negative_slope * x`` otherwise.
+
+    Example::
+
+        >>> leaky_relu(fnp.asarray([-2.0, 3.0]), 0.5).tolist()
+        [-1.0, 3.0]
+    """
+    x = _float(x)
+    return lax.select(lax.ge(x, _c(x, 0)), x, lax.mul(_c(x, negative_slope), x))
+
+
+# ------------------------------------------------------------------------------------- softmax and logsumexp
+def _axes(x, axis, op):
+    return canonical_axes(axis, x.ndim, op)
+
+
+def _keep(x, out, axes):
+    """Reinsert the reduced ``axes`` of ``x`` as length-one axes of ``out``."""
+    return lax_shape.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+
+
+def _bcast(x, y):
+    """``y`` (a keepdims reduction of ``x``) broadcast to ``x``'s shape."""
+    return lax_shape.broadcast_in_dim(y, x.shape, tuple(range(x.ndim))) if y.shape != x.shape else y
+
+
+def _shifted(x, axes):
+    """``x - max(x)`` over ``axes`` with the max as a constant (softmax is shift invariant, so gradients are
+    exact) and set to 0 where it is not finite (rows of -inf stay -inf instead of becoming NaN)."""
+    m = lax_reduce.reduce_max(lax.stop_gradient(x), axes)
+    m = lax.select(lax.is_finite(m), m, _c(m, 0))
+    m = _keep(x, m, axes)
+    return lax.sub(x, _bcast(x, m)), m
+
+
+def softmax(x, axis=-1) -> Array:
+    """``exp(x) / sum(exp(x))`` over ``axis`` (an int or tuple), computed stably.
+
+    Example::
+
+        >>> softmax(fnp.asarray([0.0, 0.0])).tolist()
+        [0.5, 0.5]
+    """
+    x = _float(x)
+    axes = _axes(x, axis, "softmax")
+    e = lax.exp(_shifted(x, axes)[0])
+    return lax.div(e, _bcast(x, _keep(x, lax_reduce.reduce_sum(e, axes), axes)))
+
+
+def log_softmax(x, axis=-1) -> Array:
+    """``x - logsumexp(x)`` over ``axis``, computed stably.
+
+    Example::
+
+        >>> log_softmax(fnp.asarray([0.0, 0.0])).tolist()   # [log 0.5, log 0.5]
+        [-0.6931471824645996, -0.6931471824645996]
+    """
+    x = _float(x)
+    axes = _axes(x, axis, "log_softmax")
+    s, _ = _shifted(x, axes)
+    lse = lax.log(lax_reduce.reduce_sum(lax.exp(s), axes))
+    return lax.sub(s, _bcast(x, _keep(x, lse, axes)))
+
+
+def logsumexp(x, axis=None, keepdims: bool = False, b=None) -> Array:
+    """``log(sum(b * exp(x)))`` over ``axis`` without overflow (``b`` defaults to 1); its gradient is softmax.
+
+    Example::
+
+        >>> logsumexp(fnp.asarray([1e4, 1e4])).item()   # 1e4 + log 2, no overflow
+        10000.693359375
+    """
+    x = _float(x)
+    axes = _axes(x, axis, "logsumexp")
+    s, m = _shifted(x, axes)
+    e = lax.exp(s)
+    if b is not None:
+        from flfun.numpy import multiply
+        e = multiply(e, b)
+        if e.shape != x.shape:
+            raise ValueError(f"logsumexp: b of shape {asarray_like(b).shape} must broadcast to x's {x.shape}")
+    out = lax.add(lax.log(_keep(x, lax_reduce.reduce_sum(e, axes), axes)), m)
+    return out if keepdims else lax_shape.reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5) -> Array:
+    """``(x - mean) / sqrt(variance + epsilon)`` over ``axis`` (mean and variance computed if not given).
+
+    Example::
+
+        >>> standardize(fnp.asarray([1.0, 3.0])).tolist()   # about [-1.0, 1.0]
+        [-0.9999950528144836, 0.9999950528144836]
+    """
+    from flfun.numpy import mean as _mean, square, subtract, divide, sqrt, add
+    x = _float(x)
+    if mean is None:
+        mean = _mean(x, axis=axis, keepdims=True)
+    centered = subtract(x, mean)
+    if variance is None:
+        variance = _mean(square(centered), axis=axis, keepdims=True)
+    return divide(centered, sqrt(add(variance, epsilon)))
+
+
+# ------------------------------------------------------------------------------------------------------ one_hot
+def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1) -> Array:
+    """One-hot encoding of integer labels along a new ``axis``; labels outside ``[0, num_classes)`` give zeros.
+
+    Example::
+
+        >>> one_hot(fnp.asarray([0, 2]), 3).tolist()
+        [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    try:
+        num_classes = operator.index(num_classes)
+    except TypeError:
+        raise ValueError(f"one_hot: num_classes must be a concrete int, got {num_classes!r}") from None
+    if num_classes < 0:
+        raise ValueError(f"one_hot: num_classes must be non-negative, got {num_classes}")
+    x = asarray_like(x) if isinstance(x, Array) else _asarray(x)
+    if x.dtype == dtypes.bool_:
+        x = lax.convert_element_type(x, dtypes.DEFAULT_INT)
+    nd = x.ndim + 1
+    ax = canonical_axes(axis, nd, "one_hot")[0]
+    out_shape = x.shape[:ax] + (num_classes,) + x.shape[ax:]
+    classes = lax_shape.iota(x.dtype, out_shape, ax)
+    labels = lax_shape.broadcast_in_dim(x, out_shape, tuple(i for i in range(nd) if i != ax))
+    dt = dtypes.DEFAULT_FLOAT if dtype is None else dtypes.canonicalize(dtype)
+    return lax.convert_element_type(lax.eq(labels, classes), dt)

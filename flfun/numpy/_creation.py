@@ -1,113 +1,282 @@
-"""Array creation for ``flfun.numpy``: asarray, zeros, ones, full, arange, ... (default dtypes float32/int64)."""
+"""Array creation for ``flfun.numpy``: asarray, zeros, ones, full, arange, linspace, eye, meshgrid, tril, ...
+
+Default dtypes are float32 and int64; numpy inputs keep their dtype. Arrays are immutable, so creation from
+mutable host data (numpy arrays, lists) copies, and ``copy`` is the identity.
+"""
 from __future__ import annotations
 
+import math
+import operator
 import numpy as np
 
 from flfun import dtypes
 from flfun.array import Array
-from flfun.core import Tracer, default_device, to_array, wrap
+from flfun.core import Tracer, default_device, is_weak, short, wrap
+from flfun.primitives import elementwise as lax
 from flfun.primitives import shape as lax_shape
-from flfun.primitives.elementwise import convert_element_type
+
+__all__ = ["asarray", "array", "copy", "from_dlpack", "full", "zeros", "ones", "empty", "full_like", "zeros_like",
+           "ones_like", "empty_like", "arange", "linspace", "logspace", "eye", "identity", "meshgrid", "tri",
+           "tril", "triu", "diag", "diagflat"]
 
 
-def _default_dtype_for(value) -> np.dtype:
-    """numpy's inferred dtype, with Python floats and ints mapped to flfun's defaults."""
-    arr = np.asarray(value)
-    if arr.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
-        return dtypes.DEFAULT_FLOAT
-    if arr.dtype.kind == "i" and not isinstance(value, (np.ndarray, np.generic)):
-        return dtypes.DEFAULT_INT
-    return dtypes.canonicalize(arr.dtype)
+# ------------------------------------------------------------------------------------------------- asarray
+def _leaves(obj):
+    if isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _leaves(o)
+    else:
+        yield obj
 
 
-def asarray(obj, /, dtype=None, *, device=None, copy=None) -> Array:
-    """Convert ``obj`` (Array, numpy array, nested lists, Python scalar) to an Array.
+def _leaf_dtype(x) -> tuple[np.dtype, bool]:
+    if type(x) in (int, float, bool):
+        return dtypes.scalar_dtype(x), True
+    if isinstance(x, Array):
+        return x.dtype, is_weak(x)
+    return dtypes.canonicalize(np.asarray(x).dtype), False
 
-    numpy inputs keep their dtype (float64 stays float64); Python floats become float32 and ints int64.
-    The data is always copied from numpy inputs, so later changes to them do not reach the Array.
+
+def _infer_dtype(obj) -> np.dtype:
+    """The dtype of ``obj`` with Python scalars weak: ``[1, 2.5] -> float32``, ``[np.float64(1)] -> float64``."""
+    if isinstance(obj, (list, tuple)):
+        pairs = [_leaf_dtype(x) for x in _leaves(obj)]
+        return dtypes.result_type(*pairs)[0] if pairs else dtypes.DEFAULT_FLOAT
+    return _leaf_dtype(obj)[0]
+
+
+def _to_device(x: Array, device) -> Array:
+    if device is None or isinstance(x, Tracer) or x._device is device:
+        return x
+    return wrap(device.put(x._device.to_host(x._value)), device)
+
+
+def _stack_nested(obj, dtype):
+    """A nested list holding Arrays (or tracers) -> one array, built by stacking (so it works under transforms)."""
+    if not isinstance(obj, (list, tuple)):
+        x = obj if isinstance(obj, Array) else asarray(obj, dtype)
+        return x if x.dtype == dtype else lax.convert_element_type(x, dtype)
+    if not obj:
+        raise ValueError("asarray: a nested sequence holding arrays cannot contain empty sequences")
+    parts = [_stack_nested(o, dtype) for o in obj]
+    shape = parts[0].shape
+    for p in parts[1:]:
+        if p.shape != shape:
+            raise ValueError(f"asarray: the nested sequence is ragged: it mixes elements of shape {shape} and "
+                             f"{p.shape}")
+    return lax_shape.concatenate([lax_shape.reshape(p, (1, *shape)) for p in parts], 0)
+
+
+def asarray(obj, /, dtype=None, *, device=None, copy: bool | None = None) -> Array:
+    """Convert ``obj`` (Array, numpy array, nested sequence, Python scalar, ``__dlpack__`` object) to an Array.
+
+    numpy inputs keep their dtype (float64 stays float64); Python floats become float32 and ints int64, and they
+    are weak inside sequences (``[np.float64(1), 2.0]`` is float64). Data from mutable host objects is always
+    copied, so later changes to them never reach the Array; therefore ``copy=False`` is only allowed for
+    flfun Arrays (and raises ``ValueError`` otherwise, or when a dtype conversion is needed). ``copy=True`` on an
+    Array gives a fresh buffer; unlike numpy this is never observable, because Arrays are immutable.
 
     Example::
 
         >>> fnp.asarray([1.0, 2.0]).dtype
         dtype('float32')
+        >>> fnp.asarray(np.arange(3.0)).dtype
+        dtype('float64')
     """
+    dt = None if dtype is None else dtypes.canonicalize(dtype)
     if isinstance(obj, Array):
-        if isinstance(obj, Tracer):
-            return obj if dtype is None or obj.dtype == dtypes.canonicalize(dtype) \
-                else convert_element_type(obj, dtype)
-        out = obj if dtype is None or obj.dtype == dtypes.canonicalize(dtype) else convert_element_type(obj, dtype)
-        if device is not None and out.device is not device:
-            from flfun.devices import device_put
-            out = device_put(out, device)
-        return out
-    if isinstance(obj, (list, tuple)) and any(isinstance(e, Array) for e in _flat(obj)):
-        from flfun.numpy import stack
-        return asarray(stack([asarray(e) for e in obj]), dtype=dtype)
+        if dt is not None and obj.dtype != dt:
+            if copy is False:
+                raise ValueError(f"asarray: copy=False, but converting {short(obj)} to {dt} needs a copy")
+            obj = lax.convert_element_type(obj, dt)
+        elif copy and not isinstance(obj, Tracer):
+            obj = wrap(obj._device.xp.array(obj._value, copy=True), obj._device)
+        return _to_device(obj, device)
+    if copy is False:
+        raise ValueError(f"asarray: copy=False is only possible for flfun Arrays; a {type(obj).__name__} is "
+                         f"mutable, so flfun must copy it (use copy=None)")
+    if isinstance(obj, (list, tuple)) and any(isinstance(e, Array) for e in _leaves(obj)):
+        return _to_device(_stack_nested(obj, dt or _infer_dtype(obj)), device)
     if hasattr(obj, "__dlpack__") and not isinstance(obj, (np.ndarray, np.generic)):
-        obj = np.from_dlpack(obj)
-    dt = dtypes.canonicalize(dtype) if dtype is not None else _default_dtype_for(obj)
+        return from_dlpack(obj, device=device) if dt is None else asarray(from_dlpack(obj), dt, device=device)
+    if dt is None:
+        dt = _infer_dtype(obj)
     dev = device if device is not None else default_device()
-    return wrap(dev.put(np.array(obj, dtype=dt, copy=True)), dev)
+    try:
+        host = np.array(obj, dtype=dt, copy=True)
+    except ValueError as e:
+        raise ValueError(f"asarray: cannot convert {type(obj).__name__} to an array: {e}") from None
+    return wrap(dev.put(host), dev)
 
 
-def _flat(xs):
-    for x in xs:
-        if isinstance(x, (list, tuple)):
-            yield from _flat(x)
-        else:
-            yield x
+def array(obj, dtype=None, *, copy: bool = True, device=None) -> Array:
+    """numpy's ``array``: ``asarray`` that copies by default (never observable: Arrays are immutable).
+
+    Example::
+
+        >>> fnp.array([[1, 2], [3, 4]]).shape
+        (2, 2)
+    """
+    return asarray(obj, dtype, device=device, copy=copy)
 
 
-def array(obj, dtype=None, *, copy=True, device=None) -> Array:
-    """Like ``asarray`` (flfun arrays are immutable, so copying is never observable)."""
-    return asarray(obj, dtype=dtype, device=device)
+def copy(x, /) -> Array:
+    """numpy's ``copy``. Arrays are immutable, so an Array is returned as it is (other inputs are converted).
+
+    Example::
+
+        >>> y = fnp.copy(x)   # y is x: nothing can change either of them
+    """
+    return x if isinstance(x, Array) else asarray(x)
+
+
+def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
+    """An Array from any object with ``__dlpack__`` (numpy, torch, cupy, flfun arrays).
+
+    By default the data is copied, so the producer may be changed later without affecting the Array (flfun
+    arrays are immutable). With ``copy=False`` the Array shares the producer's memory (zero-copy): the caller
+    then promises not to mutate the producer while the Array is alive.
+
+    Example::
+
+        >>> fnp.from_dlpack(torch.arange(3)).tolist()
+        [0, 1, 2]
+    """
+    if isinstance(x, Array):
+        return asarray(x, device=device, copy=copy)
+    if not hasattr(x, "__dlpack__"):
+        raise ValueError(f"from_dlpack: x must implement __dlpack__, got {type(x).__name__}")
+    dev = device if device is not None else default_device()
+    buf = np.from_dlpack(x) if dev.platform == "cpu" else dev.xp.from_dlpack(x)
+    dtypes.canonicalize(buf.dtype)
+    if copy is not False:
+        buf = buf.copy()
+    return wrap(buf, dev)
+
+
+# --------------------------------------------------------------------------------------------------- filled
+def _shape(shape, op: str) -> tuple[int, ...]:
+    try:
+        out = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else \
+            tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"{op}: shape must be an int or a sequence of ints, got {shape!r}") from None
+    if any(d < 0 for d in out):
+        raise ValueError(f"{op}: negative dimensions are not allowed, got shape {out}")
+    return out
 
 
 def full(shape, fill_value, dtype=None, *, device=None) -> Array:
-    """An array of ``shape`` filled with ``fill_value``: ``fnp.full((2, 2), 7)``."""
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    """An array of ``shape`` filled with ``fill_value`` (dtype inferred from it by default).
+
+    Example::
+
+        >>> fnp.full((2, 2), 7).tolist()
+        [[7, 7], [7, 7]]
+    """
+    return _full(shape, fill_value, dtype, device, "full")
+
+
+def _full(shape, fill_value, dtype, device, op: str) -> Array:
+    shape = _shape(shape, op)
     if dtype is None:
         dtype = fill_value.dtype if hasattr(fill_value, "dtype") else dtypes.scalar_dtype(fill_value)
-    return lax_shape.full(shape, fill_value, dtype)
+    if not isinstance(fill_value, Array) and np.ndim(fill_value) != 0:
+        raise ValueError(f"{op}: fill_value must be a scalar, got shape {np.shape(fill_value)}")
+    if isinstance(fill_value, Array) and fill_value.shape != ():
+        raise ValueError(f"{op}: fill_value must be a scalar, got {short(fill_value)}")
+    return _to_device(lax_shape.full(shape, fill_value, dtype), device)
 
 
 def zeros(shape, dtype=None, *, device=None) -> Array:
-    """An array of zeros (float32 by default): ``fnp.zeros((2, 3))``."""
-    return full(shape, 0, dtypes.DEFAULT_FLOAT if dtype is None else dtype)
+    """An array of zeros (float32 by default).
+
+    Example::
+
+        >>> fnp.zeros((2, 3)).shape
+        (2, 3)
+    """
+    return _full(shape, 0, dtypes.DEFAULT_FLOAT if dtype is None else dtype, device, "zeros")
 
 
 def ones(shape, dtype=None, *, device=None) -> Array:
-    """An array of ones (float32 by default): ``fnp.ones(3)``."""
-    return full(shape, 1, dtypes.DEFAULT_FLOAT if dtype is None else dtype)
+    """An array of ones (float32 by default).
+
+    Example::
+
+        >>> fnp.ones(3).tolist()
+        [1.0, 1.0, 1.0]
+    """
+    return _full(shape, 1, dtypes.DEFAULT_FLOAT if dtype is None else dtype, device, "ones")
 
 
 def empty(shape, dtype=None, *, device=None) -> Array:
-    """Like ``zeros``: an immutable array has no use for uninitialised memory."""
-    return zeros(shape, dtype)
+    """Zeros: an immutable array has no use for uninitialised memory.
+
+    Example::
+
+        >>> fnp.empty(2).tolist()
+        [0.0, 0.0]
+    """
+    return zeros(shape, dtype, device=device)
 
 
-def zeros_like(x, /, dtype=None, *, device=None) -> Array:
-    """Zeros with ``x``'s shape and dtype."""
-    return full(x.shape, 0, x.dtype if dtype is None else dtype)
-
-
-def ones_like(x, /, dtype=None, *, device=None) -> Array:
-    """Ones with ``x``'s shape and dtype."""
-    return full(x.shape, 1, x.dtype if dtype is None else dtype)
-
-
-def empty_like(x, /, dtype=None, *, device=None) -> Array:
-    """Zeros with ``x``'s shape and dtype."""
-    return zeros_like(x, dtype=dtype)
+def _like(x):
+    return x if hasattr(x, "shape") and hasattr(x, "dtype") else asarray(x)
 
 
 def full_like(x, /, fill_value, dtype=None, *, device=None) -> Array:
-    """``fill_value`` with ``x``'s shape and dtype."""
-    return full(x.shape, fill_value, x.dtype if dtype is None else dtype)
+    """``fill_value`` with ``x``'s shape and dtype.
+
+    Example::
+
+        >>> fnp.full_like(fnp.zeros(2), 3.0).tolist()
+        [3.0, 3.0]
+    """
+    x = _like(x)
+    return full(x.shape, fill_value, x.dtype if dtype is None else dtype, device=device)
+
+
+def zeros_like(x, /, dtype=None, *, device=None) -> Array:
+    """Zeros with ``x``'s shape and dtype: ``fnp.zeros_like(x)``."""
+    return full_like(x, 0, dtype, device=device)
+
+
+def ones_like(x, /, dtype=None, *, device=None) -> Array:
+    """Ones with ``x``'s shape and dtype: ``fnp.ones_like(x)``."""
+    return full_like(x, 1, dtype, device=device)
+
+
+def empty_like(x, /, dtype=None, *, device=None) -> Array:
+    """Zeros with ``x``'s shape and dtype (see ``empty``): ``fnp.empty_like(x)``."""
+    return full_like(x, 0, dtype, device=device)
+
+
+# ---------------------------------------------------------------------------------------------------- ranges
+def _static(v, op: str, name: str):
+    """A Python number from a number or a concrete 0-d array (traced values raise ConcretizationError)."""
+    if isinstance(v, (Array, np.ndarray, np.generic)):
+        if np.ndim(v) != 0:
+            raise ValueError(f"{op}: {name} must be a scalar, got shape {np.shape(v)}")
+        return v.item()
+    if not isinstance(v, (int, float)):
+        raise TypeError(f"{op}: {name} must be a real number, got {type(v).__name__}")
+    return v
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
-    """Evenly spaced values in ``[start, stop)``: ``fnp.arange(3) -> [0, 1, 2]``."""
+    """Evenly spaced values in ``[start, stop)``; float and negative steps work like numpy's.
+
+    Example::
+
+        >>> fnp.arange(3).tolist()
+        [0, 1, 2]
+        >>> fnp.arange(1.0, 0.0, -0.25).tolist()
+        [1.0, 0.75, 0.5, 0.25]
+    """
+    start = _static(start, "arange", "start")
+    stop = None if stop is None else _static(stop, "arange", "stop")
+    step = _static(step, "arange", "step")
     if stop is None:
         start, stop = 0, start
     if step == 0:
@@ -116,10 +285,228 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
     if dtype is None:
         dtype = dtypes.DEFAULT_FLOAT if any(isinstance(v, float) for v in values) else dtypes.DEFAULT_INT
     dtype = dtypes.canonicalize(dtype)
-    n = max(int(np.ceil((stop - start) / step)), 0)
-    idx = lax_shape.iota(dtypes.DEFAULT_INT if dtypes.is_int(dtype) else dtype, (n,), 0)
-    out = idx if start == 0 and step == 1 else (idx * step + start)
-    return out if out.dtype == dtype else convert_element_type(out, dtype)
+    n = max(math.ceil((stop - start) / step), 0)
+    if dtypes.is_float(dtype) or any(isinstance(v, float) for v in values):
+        work = dtype if dtypes.is_float(dtype) else dtypes.float64
+    else:
+        work = dtypes.DEFAULT_INT
+    out = lax_shape.iota(work, (n,), 0)
+    if step != 1:
+        out = lax.mul(out, lax_shape.full((), step, work))
+    if start != 0:
+        out = lax.add(out, lax_shape.full((), start, work))
+    if dtypes.is_int(dtype) and dtypes.is_float(work):
+        out = lax.floor(out)
+    return _to_device(out if out.dtype == dtype else lax.convert_element_type(out, dtype), device)
 
 
-del to_array
+def _floatoperands(op, *xs, dtype=None):
+    from flfun.numpy._promote import promote
+    arrs = promote(op, *[asarray(x) if isinstance(x, (list, tuple)) else x for x in xs], to_float=True)
+    if dtype is not None and dtypes.is_float(dtype):
+        arrs = [a if a.dtype == dtype else lax.convert_element_type(a, dtype) for a in arrs]
+    elif dtype is not None:   # integer results are computed in float64 and floored, as numpy does
+        arrs = [lax.convert_element_type(a, dtypes.float64) for a in arrs]
+    return [lax.convert_element_type(a, a.dtype) if is_weak(a) else a for a in arrs]
+
+
+def linspace(start, stop, /, num: int = 50, *, dtype=None, device=None, endpoint: bool = True,
+             retstep: bool = False, axis: int = 0):
+    """``num`` evenly spaced samples from ``start`` to ``stop`` (inclusive unless ``endpoint=False``).
+
+    ``start``/``stop`` may be arrays (or traced values: linspace is differentiable in them); the samples then
+    run along ``axis``. With ``retstep`` the spacing is returned too.
+
+    Example::
+
+        >>> fnp.linspace(0.0, 1.0, 5).tolist()
+        [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"linspace: num must be non-negative, got {num}")
+    dt = None if dtype is None else dtypes.canonicalize(dtype)
+    a, b = _floatoperands("linspace", start, stop, dtype=dt)
+    shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+    out_shape = (num, *shape)
+    lead = tuple(range(1, len(out_shape)))
+    a_b = lax_shape.broadcast_in_dim(_bcast(a, shape), out_shape, lead)
+    delta = lax.sub(_bcast(b, shape), _bcast(a, shape))
+    div = num - 1 if endpoint else num
+    t = lax_shape.iota(a.dtype, out_shape, 0)
+    if div > 0:
+        step = lax.div(delta, lax_shape.full((), div, a.dtype))
+        out = lax.add(a_b, lax.mul(t, lax_shape.broadcast_in_dim(step, out_shape, lead)))
+        if endpoint and num > 1:
+            last = lax.eq(lax_shape.iota(dtypes.DEFAULT_INT, out_shape, 0), lax_shape.full((), num - 1, "int64"))
+            out = lax.select(last, lax_shape.broadcast_in_dim(_bcast(b, shape), out_shape, lead), out)
+    else:
+        step = lax_shape.full(shape, np.nan, a.dtype)
+        out = lax.add(a_b, lax.mul(t, lax_shape.broadcast_in_dim(delta, out_shape, lead)))
+    if axis != 0:
+        from flfun.numpy._manipulation import moveaxis
+        out = moveaxis(out, 0, axis)
+    if dt is not None and dtypes.is_int(dt):
+        out = lax.convert_element_type(lax.floor(out), dt)
+    elif dt is not None and dt != out.dtype:
+        out = lax.convert_element_type(out, dt)
+    out = _to_device(out, device)
+    return (out, step) if retstep else out
+
+
+def _bcast(x, shape):
+    return x if x.shape == tuple(shape) else lax_shape.broadcast_in_dim(
+        x, shape, tuple(range(len(shape) - len(x.shape), len(shape))))
+
+
+def logspace(start, stop, /, num: int = 50, *, endpoint: bool = True, base: float = 10.0, dtype=None,
+             axis: int = 0, device=None) -> Array:
+    """``base ** linspace(start, stop, num)``.
+
+    Example::
+
+        >>> fnp.logspace(0.0, 2.0, 3).tolist()
+        [1.0, 10.0, 100.0]
+    """
+    from flfun.numpy._elementwise import power
+    dt = None if dtype is None else dtypes.canonicalize(dtype)
+    work = dt if dt is not None and dtypes.is_float(dt) else None
+    y = linspace(start, stop, num, endpoint=endpoint, axis=axis, dtype=work, device=device)
+    out = power(base, y) if type(base) in (int, float) else power(*_floatoperands("logspace", base, y))
+    if dt is not None and dt != out.dtype:
+        out = lax.convert_element_type(lax.floor(out) if dtypes.is_int(dt) else out, dt)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- matrices
+def _tri_mask(n: int, m: int, k: int, lower: bool):
+    rows = lax_shape.iota(dtypes.DEFAULT_INT, (n, m), 0)
+    cols = lax_shape.iota(dtypes.DEFAULT_INT, (n, m), 1)
+    shifted = lax.add(rows, lax_shape.full((), k, dtypes.DEFAULT_INT)) if k else rows
+    return lax.ge(shifted, cols) if lower else lax.le(shifted, cols)
+
+
+def eye(n_rows: int, n_cols: int | None = None, /, k: int = 0, dtype=None, *, device=None) -> Array:
+    """A ``n_rows x n_cols`` matrix with ones on the ``k``-th diagonal (float32 by default).
+
+    Example::
+
+        >>> fnp.eye(2, 3, k=1).tolist()
+        [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    n, m = _shape((n_rows, n_rows if n_cols is None else n_cols), "eye")
+    k = operator.index(k)
+    rows = lax_shape.iota(dtypes.DEFAULT_INT, (n, m), 0)
+    cols = lax_shape.iota(dtypes.DEFAULT_INT, (n, m), 1)
+    mask = lax.eq(lax.add(rows, lax_shape.full((), k, dtypes.DEFAULT_INT)) if k else rows, cols)
+    dt = dtypes.DEFAULT_FLOAT if dtype is None else dtypes.canonicalize(dtype)
+    return _to_device(lax.convert_element_type(mask, dt), device)
+
+
+def identity(n: int, dtype=None, *, device=None) -> Array:
+    """The ``n x n`` identity matrix: ``fnp.identity(3)``."""
+    return eye(n, dtype=dtype, device=device)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) -> Array:
+    """Ones at and below the ``k``-th diagonal: ``tri[i, j] = j <= i + k``.
+
+    Example::
+
+        >>> fnp.tri(2, dtype="int32").tolist()
+        [[1, 0], [1, 1]]
+    """
+    n, m = _shape((N, N if M is None else M), "tri")
+    dt = dtypes.DEFAULT_FLOAT if dtype is None else dtypes.canonicalize(dtype)
+    return _to_device(lax.convert_element_type(_tri_mask(n, m, operator.index(k), True), dt), device)
+
+
+def _masked(x, k, lower: bool, op: str):
+    x = asarray(x) if not isinstance(x, Array) else x
+    if x.ndim < 2:
+        raise ValueError(f"{op}: x must have at least 2 dimensions, got {short(x)}")
+    mask = _tri_mask(x.shape[-2], x.shape[-1], operator.index(k), lower)
+    return lax.select(mask, x, lax_shape.full((), 0, x.dtype))
+
+
+def tril(x, /, k: int = 0) -> Array:
+    """``x`` with the elements above the ``k``-th diagonal of its last two axes set to zero.
+
+    Example::
+
+        >>> fnp.tril(fnp.ones((2, 2))).tolist()
+        [[1.0, 0.0], [1.0, 1.0]]
+    """
+    return _masked(x, k, True, "tril")
+
+
+def triu(x, /, k: int = 0) -> Array:
+    """``x`` with the elements below the ``k``-th diagonal of its last two axes set to zero.
+
+    Example::
+
+        >>> fnp.triu(fnp.ones((2, 2))).tolist()
+        [[1.0, 1.0], [0.0, 1.0]]
+    """
+    return _masked(x, k, False, "triu")
+
+
+def diag(v, /, k: int = 0) -> Array:
+    """A 2-D array with the 1-D ``v`` on its ``k``-th diagonal, or the ``k``-th diagonal of a 2-D ``v``.
+
+    Example::
+
+        >>> fnp.diag(fnp.asarray([1, 2])).tolist()
+        [[1, 0], [0, 2]]
+    """
+    v = asarray(v) if not isinstance(v, Array) else v
+    k = operator.index(k)
+    if v.ndim == 1:
+        n = v.shape[0] + abs(k)
+        padded = lax_shape.pad(v, lax_shape.full((), 0, v.dtype), [(0, abs(k), 0)])
+        spread = lax_shape.broadcast_in_dim(padded, (n, n), (0,) if k >= 0 else (1,))
+        mask = lax.eq(lax.add(lax_shape.iota(dtypes.DEFAULT_INT, (n, n), 0), lax_shape.full((), k, "int64")),
+                      lax_shape.iota(dtypes.DEFAULT_INT, (n, n), 1))
+        return lax.select(mask, spread, lax_shape.full((), 0, v.dtype))
+    if v.ndim != 2:
+        raise ValueError(f"diag: v must be 1-D or 2-D, got {short(v)}")
+    m, n = v.shape
+    length = max(min(m, n - k) if k >= 0 else min(m + k, n), 0)
+    flat = lax_shape.reshape(v, (m * n,))
+    if length == 0:
+        return lax_shape.slice(flat, (0,), (0,))
+    start = k if k >= 0 else -k * n     # element (i, i + k) sits at flat index i * (n + 1) + k
+    return lax_shape.slice(flat, (start,), (start + (length - 1) * (n + 1) + 1,), (n + 1,))
+
+
+def diagflat(v, /, k: int = 0) -> Array:
+    """A 2-D array with the flattened ``v`` on its ``k``-th diagonal: ``fnp.diagflat(fnp.ones((2, 2)))``."""
+    v = asarray(v) if not isinstance(v, Array) else v
+    return diag(lax_shape.reshape(v, (v.size if not isinstance(v, Tracer) else int(np.prod(v.shape)),)), k)
+
+
+def meshgrid(*arrays, indexing: str = "xy", sparse: bool = False) -> list[Array]:
+    """Coordinate grids from 1-D coordinate arrays (``indexing='xy'``: Cartesian, ``'ij'``: matrix).
+
+    Example::
+
+        >>> X, Y = fnp.meshgrid(fnp.arange(3), fnp.arange(2))
+        >>> X.shape
+        (2, 3)
+    """
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    xs = [asarray(a) if not isinstance(a, Array) else a for a in arrays]
+    xs = [lax_shape.reshape(x, (int(np.prod(x.shape)),)) for x in xs]
+    shape = [x.shape[0] for x in xs]
+    dims = list(range(len(xs)))
+    if indexing == "xy" and len(xs) > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+        dims[0], dims[1] = 1, 0
+    out = []
+    for x, d in zip(xs, dims):
+        if sparse:
+            out.append(lax_shape.reshape(x, tuple(s if i == d else 1 for i, s in enumerate(shape))))
+        else:
+            out.append(lax_shape.broadcast_in_dim(x, tuple(shape), (d,)))
+    return out
