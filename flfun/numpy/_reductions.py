@@ -1,36 +1,471 @@
-"""Reductions of ``flfun.numpy``: sum, mean, max, ... with ``axis`` and ``keepdims``."""
+"""Reductions and scans of ``flfun.numpy``: sum, prod, max, min, mean, var, std, argmax, any, all, cumulative
+sums and products, count_nonzero, ptp, average and the nan-ignoring variants.
+
+dtypes follow the array API: sums and products of bool and small integers accumulate in the default integer
+(int64; unsigned in uint64), floats keep their dtype, and means of integers are float32.
+"""
 from __future__ import annotations
 
+import builtins
+
 from flfun import dtypes
-from flfun.numpy._promote import asarray_like
-from flfun.primitives import reduce as lax_reduce, shape as lax_shape
-from flfun.util import canonical_axes
+from flfun.array import Array
+from flfun.core import _state, short, wrap
+from flfun.numpy._promote import asarray_like, promote, to_float
+from flfun.primitives import elementwise as lax, reduce as lax_reduce, shape as lax_shape
+from flfun.util import canonical_axes, canonical_axis, prod as _size
+
+_reduce_sum_impls = lax_reduce.reduce_sum_p.impls
+
+
+def _axes(op: str, axis, ndim: int) -> tuple[int, ...]:
+    if ndim == 0:
+        _check_0d_axis(op, axis)
+        return ()
+    return canonical_axes(axis, ndim, op)
+
+
+def _check_0d_axis(op: str, axis) -> None:
+    """numpy accepts axis=0 and axis=-1 (and no others) on a 0-d array, reducing nothing."""
+    if axis is not None and axis != () and not (type(axis) is int and axis in (0, -1)):
+        raise ValueError(f"{op}: axis {axis!r} is out of bounds for an array of rank 0")
 
 
 def _keep(x, out, axes, keepdims):
     if not keepdims:
         return out
-    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-    return lax_shape.reshape(out, shape)
+    return lax_shape.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
 
 
-def sum(x, /, *, axis=None, dtype=None, keepdims=False):
-    """Sum over ``axis`` (all axes by default): ``fnp.sum(x, axis=0)``. bool/small ints accumulate in int64."""
+def _scalar(value, dtype):
+    return lax_shape.full((), value, dtype)
+
+
+def _accumulator_dtype(x, dtype):
+    """The array API's result dtype for sums and products."""
+    if dtype is not None:
+        return dtypes.canonicalize(dtype)
+    if x.dtype == dtypes.bool_ or (dtypes.is_int(x.dtype) and x.dtype.itemsize < 8):
+        return dtypes.uint64 if dtypes.is_unsigned(x.dtype) else dtypes.DEFAULT_INT
+    return x.dtype
+
+
+def _cast(x, dtype):
+    return x if x.dtype == dtype else lax.convert_element_type(x, dtype)
+
+
+def _as_bool(x):
     x = asarray_like(x)
-    if dtype is None and (x.dtype == dtypes.bool_ or (dtypes.is_int(x.dtype) and x.dtype.itemsize < 8)):
-        dtype = dtypes.uint64 if dtypes.is_unsigned(x.dtype) else dtypes.DEFAULT_INT
-    if dtype is not None and dtypes.canonicalize(dtype) != x.dtype:
-        x = x.astype(dtype)
-    axes = canonical_axes(axis, x.ndim, "sum")
+    return x if x.dtype == dtypes.bool_ else lax.ne(x, _scalar(0, x.dtype))
+
+
+def _count(x, axes) -> int:
+    return _size(x.shape[a] for a in axes)
+
+
+# ----------------------------------------------------------------------------------------------- sum and prod
+def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
+    """Sum over ``axis`` (all axes by default); bool and small integers accumulate in int64 (uint64).
+
+    Example::
+
+        >>> fnp.sum(fnp.asarray([[1, 2], [3, 4]], dtype="int32"), axis=0).tolist()   # int64 result
+        [4, 6]
+    """
+    if _state.eager and type(x) is Array and axis is None and dtype is None and not keepdims \
+            and x._value.dtype.kind == "f":   # the common full float sum, straight to the impl (benchmark W1)
+        v = x._value
+        return wrap(_reduce_sum_impls[x._device.backend](v, axes=tuple(range(v.ndim))), x._device)
+    x = asarray_like(x)
+    x = _cast(x, _accumulator_dtype(x, dtype))
+    axes = _axes("sum", axis, len(x.shape))
     return _keep(x, lax_reduce.reduce_sum(x, axes), axes, keepdims)
 
 
-def mean(x, /, *, axis=None, keepdims=False):
-    """Arithmetic mean over ``axis``; integer inputs give float32."""
-    from flfun.numpy._promote import to_float
+def prod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
+    """Product over ``axis``, with the dtype rules of :func:`sum`; its gradient is exact when entries are zero.
+
+    Example::
+
+        >>> fnp.prod(fnp.asarray([1., 2., 3.])).tolist()
+        6.0
+    """
+    x = asarray_like(x)
+    x = _cast(x, _accumulator_dtype(x, dtype))
+    axes = _axes("prod", axis, len(x.shape))
+    return _keep(x, lax_reduce.reduce_prod(x, axes), axes, keepdims)
+
+
+# --------------------------------------------------------------------------------------------- max, min, ptp
+def _extremum(op, reduce_fn, combine, x, axis, keepdims, initial):
+    x = asarray_like(x)
+    axes = _axes(op, axis, len(x.shape))
+    if initial is None:
+        for a in axes:
+            if x.shape[a] == 0:
+                raise ValueError(f"{op}: zero-size reduction over axis {a} of {short(x)}: {op} has no identity "
+                                 f"(pass initial=)")
+    out = reduce_fn(x, axes)
+    if initial is not None:
+        out = combine(out, _scalar(initial, out.dtype))
+    return _keep(x, out, axes, keepdims)
+
+
+def max(x, /, *, axis=None, keepdims: bool = False, initial=None) -> Array:
+    """Maximum over ``axis`` (NaN propagates); an empty reduction needs ``initial``, else ValueError.
+
+    The gradient is split evenly between tied maxima.
+
+    Example::
+
+        >>> fnp.max(fnp.asarray([[1., 5.], [7., 2.]]), axis=1).tolist()
+        [5.0, 7.0]
+    """
+    return _extremum("max", lax_reduce.reduce_max, lax.max, x, axis, keepdims, initial)
+
+
+def min(x, /, *, axis=None, keepdims: bool = False, initial=None) -> Array:
+    """Minimum over ``axis`` (NaN propagates); an empty reduction needs ``initial``, else ValueError.
+
+    Example::
+
+        >>> fnp.min(fnp.asarray([[1., 5.], [7., 2.]]), axis=0).tolist()
+        [1.0, 2.0]
+    """
+    return _extremum("min", lax_reduce.reduce_min, lax.min, x, axis, keepdims, initial)
+
+
+amax, amin = max, min
+
+
+def ptp(x, /, *, axis=None, keepdims: bool = False) -> Array:
+    """Range ``max - min`` over ``axis`` ("peak to peak").
+
+    Example::
+
+        >>> fnp.ptp(fnp.asarray([4., 1., 9.])).tolist()
+        8.0
+    """
+    x = asarray_like(x)
+    if x.dtype == dtypes.bool_:
+        raise TypeError(f"ptp: boolean arrays are not supported, got {short(x)}")
+    hi = _extremum("ptp", lax_reduce.reduce_max, None, x, axis, keepdims, None)
+    lo = _extremum("ptp", lax_reduce.reduce_min, None, x, axis, keepdims, None)
+    return lax.sub(hi, lo)
+
+
+# -------------------------------------------------------------------------------------------- mean, var, std
+def mean(x, /, *, axis=None, keepdims: bool = False, dtype=None) -> Array:
+    """Arithmetic mean over ``axis``; integer and bool inputs give float32 (the mean of nothing is NaN).
+
+    Example::
+
+        >>> fnp.mean(fnp.asarray([1, 2, 4])).tolist()
+        2.3333332538604736
+    """
+    x = asarray_like(x)
+    x = to_float(x if dtype is None else _cast(x, dtypes.canonicalize(dtype)))
+    axes = _axes("mean", axis, len(x.shape))
+    total = lax_reduce.reduce_sum(x, axes)
+    return _keep(x, lax.div(total, _scalar(float(_count(x, axes)), x.dtype)), axes, keepdims)
+
+
+def _correction(op, correction, ddof):
+    if ddof is None:
+        return correction
+    if correction != 0:
+        raise ValueError(f"{op}: pass either correction= (array API) or ddof= (numpy), not both")
+    return ddof
+
+
+def var(x, /, *, axis=None, correction: float = 0.0, keepdims: bool = False, ddof=None) -> Array:
+    """Variance over ``axis``, dividing by ``N - correction`` (numpy's ``ddof`` is accepted as well).
+
+    Example::
+
+        >>> fnp.var(fnp.asarray([1., 2., 3., 4.]), correction=1).tolist()
+        1.6666666269302368
+    """
+    correction = _correction("var", correction, ddof)
     x = to_float(x)
-    axes = canonical_axes(axis, x.ndim, "mean")
-    n = 1
-    for a in axes:
-        n *= x.shape[a]
-    return sum(x, axis=axes, keepdims=keepdims) / float(n)
+    axes = _axes("var", axis, len(x.shape))
+    centred = lax.sub(x, mean(x, axis=axes, keepdims=True))
+    squares = lax_reduce.reduce_sum(lax.mul(centred, centred), axes)
+    dof = builtins.max(_count(x, axes) - correction, 0)
+    return _keep(x, lax.div(squares, _scalar(float(dof), x.dtype)), axes, keepdims)
+
+
+def std(x, /, *, axis=None, correction: float = 0.0, keepdims: bool = False, ddof=None) -> Array:
+    """Standard deviation over ``axis``: ``sqrt(var(x, correction=...))`` (``ddof`` accepted too).
+
+    Example::
+
+        >>> fnp.std(fnp.asarray([1., 3.])).tolist()
+        1.0
+    """
+    return lax.sqrt(var(x, axis=axis, correction=_correction("std", correction, ddof), keepdims=keepdims))
+
+
+# ---------------------------------------------------------------------------------------------- argmax, argmin
+def _arg(op, fn, x, axis, keepdims):
+    x = asarray_like(x)
+    nd = len(x.shape)
+    if axis is None or nd == 0:
+        if nd == 0:
+            _check_0d_axis(op, axis)
+        flat = lax_shape.reshape(x, (_size(x.shape),))
+        if flat.shape[0] == 0:
+            raise ValueError(f"{op}: attempt to get {op} of an empty sequence ({short(x)})")
+        out = fn(flat, 0, dtypes.DEFAULT_INT)
+        return lax_shape.reshape(out, (1,) * nd) if keepdims else out
+    ax = canonical_axis(axis, nd, op)
+    if x.shape[ax] == 0:
+        raise ValueError(f"{op}: attempt to get {op} of an empty sequence (axis {ax} of {short(x)})")
+    return _keep(x, fn(x, ax, dtypes.DEFAULT_INT), (ax,), keepdims)
+
+
+def argmax(x, /, *, axis=None, keepdims: bool = False) -> Array:
+    """Index (int64) of the first maximum along ``axis``, of the flattened array if ``axis`` is None; NaN counts
+    as the maximum, as in numpy.
+
+    Example::
+
+        >>> fnp.argmax(fnp.asarray([[1., 9.], [8., 2.]]), axis=1).tolist()
+        [1, 0]
+    """
+    return _arg("argmax", lax_reduce.argmax, x, axis, keepdims)
+
+
+def argmin(x, /, *, axis=None, keepdims: bool = False) -> Array:
+    """Index (int64) of the first minimum along ``axis``, of the flattened array if ``axis`` is None; NaN counts
+    as the minimum, as in numpy.
+
+    Example::
+
+        >>> fnp.argmin(fnp.asarray([3., 1., 1.])).tolist()
+        1
+    """
+    return _arg("argmin", lax_reduce.argmin, x, axis, keepdims)
+
+
+# ------------------------------------------------------------------------------------------------- any, all
+def any(x, /, *, axis=None, keepdims: bool = False) -> Array:
+    """Whether any element along ``axis`` is nonzero (False for an empty reduction).
+
+    Example::
+
+        >>> fnp.any(fnp.asarray([0, 2])).tolist()
+        True
+    """
+    x = _as_bool(x)
+    axes = _axes("any", axis, len(x.shape))
+    return _keep(x, lax_reduce.reduce_or(x, axes), axes, keepdims)
+
+
+def all(x, /, *, axis=None, keepdims: bool = False) -> Array:
+    """Whether all elements along ``axis`` are nonzero (True for an empty reduction).
+
+    Example::
+
+        >>> fnp.all(fnp.asarray([1., 0.])).tolist()
+        False
+    """
+    x = _as_bool(x)
+    axes = _axes("all", axis, len(x.shape))
+    return _keep(x, lax_reduce.reduce_and(x, axes), axes, keepdims)
+
+
+def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> Array:
+    """Number of nonzero elements along ``axis`` (int64).
+
+    Example::
+
+        >>> fnp.count_nonzero(fnp.asarray([[0, 1], [2, 3]]), axis=1).tolist()
+        [1, 2]
+    """
+    return sum(_as_bool(x), axis=axis, keepdims=keepdims)
+
+
+# ------------------------------------------------------------------------------------------------------ scans
+def _scan(op, fn, x, axis, dtype, include_initial, initial_value):
+    x = asarray_like(x)
+    x = _cast(x, _accumulator_dtype(x, dtype))
+    if len(x.shape) == 0:
+        x = lax_shape.reshape(x, (1,))
+    ax = canonical_axis(axis, len(x.shape), op)
+    out = fn(x, ax)
+    if include_initial:
+        cfg = tuple((1, 0, 0) if i == ax else (0, 0, 0) for i in range(len(x.shape)))
+        out = lax_shape.pad(out, _scalar(initial_value, out.dtype), cfg)
+    return out
+
+
+def _flat_if_none(x, axis):
+    x = asarray_like(x)
+    return (lax_shape.reshape(x, (_size(x.shape),)), 0) if axis is None else (x, axis)
+
+
+def cumsum(x, /, *, axis=None, dtype=None) -> Array:
+    """Running sum along ``axis``; ``axis=None`` flattens first (numpy); dtypes as in :func:`sum`.
+
+    Example::
+
+        >>> fnp.cumsum(fnp.asarray([[1, 2], [3, 4]])).tolist()
+        [1, 3, 6, 10]
+    """
+    x, axis = _flat_if_none(x, axis)
+    return _scan("cumsum", lax_reduce.cumsum, x, axis, dtype, False, 0)
+
+
+def cumprod(x, /, *, axis=None, dtype=None) -> Array:
+    """Running product along ``axis``; ``axis=None`` flattens first (numpy); dtypes as in :func:`prod`.
+
+    Example::
+
+        >>> fnp.cumprod(fnp.asarray([1., 2., 3.])).tolist()
+        [1.0, 2.0, 6.0]
+    """
+    x, axis = _flat_if_none(x, axis)
+    return _scan("cumprod", lax_reduce.cumprod, x, axis, dtype, False, 1)
+
+
+def _api_axis(op, x, axis):
+    x = asarray_like(x)
+    if axis is None and len(x.shape) > 1:
+        raise ValueError(f"{op}: axis is required for arrays of rank > 1, got {short(x)}")
+    return x, 0 if axis is None else axis
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False) -> Array:
+    """Running sum along ``axis`` (array API 2024.12); ``include_initial`` prepends the zero.
+
+    Example::
+
+        >>> fnp.cumulative_sum(fnp.asarray([1., 2.]), include_initial=True).tolist()
+        [0.0, 1.0, 3.0]
+    """
+    x, axis = _api_axis("cumulative_sum", x, axis)
+    return _scan("cumulative_sum", lax_reduce.cumsum, x, axis, dtype, include_initial, 0)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = False) -> Array:
+    """Running product along ``axis`` (array API 2024.12); ``include_initial`` prepends the one.
+
+    Example::
+
+        >>> fnp.cumulative_prod(fnp.asarray([2., 3.]), include_initial=True).tolist()
+        [1.0, 2.0, 6.0]
+    """
+    x, axis = _api_axis("cumulative_prod", x, axis)
+    return _scan("cumulative_prod", lax_reduce.cumprod, x, axis, dtype, include_initial, 1)
+
+
+# ---------------------------------------------------------------------------------------------------- average
+def average(a, /, axis=None, weights=None, returned: bool = False, *, keepdims: bool = False):
+    """Weighted mean over ``axis``; ``weights`` has ``a``'s shape or is 1-D along an int ``axis``. With
+    ``returned``, also gives the sum of the weights (broadcast to the result's shape). Unlike numpy, weights
+    that sum to zero give NaN/inf instead of raising (the check would need concrete values).
+
+    Example::
+
+        >>> fnp.average(fnp.asarray([1., 3.]), weights=fnp.asarray([3., 1.])).tolist()
+        1.5
+    """
+    a = asarray_like(a)
+    if weights is None:
+        avg = mean(a, axis=axis, keepdims=keepdims)
+        total = lax_shape.full(avg.shape, float(_count(a, _axes("average", axis, len(a.shape)))), avg.dtype)
+        return (avg, total) if returned else avg
+    a, w = promote("average", a, weights, to_float=True)
+    if w.shape != a.shape:
+        if axis is None:
+            raise ValueError(f"average: axis must be given when weights ({short(w)}) and a ({short(a)}) differ "
+                             f"in shape")
+        if len(w.shape) != 1 or not isinstance(axis, int):
+            raise ValueError(f"average: weights must be 1-D along an int axis when shapes differ, got weights "
+                             f"{short(w)} for a {short(a)} and axis={axis!r}")
+        ax = canonical_axis(axis, len(a.shape), "average")
+        if w.shape[0] != a.shape[ax]:
+            raise ValueError(f"average: length of weights ({w.shape[0]}) differs from a.shape[{ax}] of {short(a)}")
+        w = lax_shape.broadcast_in_dim(w, a.shape, (ax,))
+    axes = _axes("average", axis, len(a.shape))
+    total = lax_reduce.reduce_sum(w, axes)
+    avg = _keep(a, lax.div(lax_reduce.reduce_sum(lax.mul(a, w), axes), total), axes, keepdims)
+    return (avg, _keep(a, total, axes, keepdims)) if returned else avg
+
+
+# ------------------------------------------------------------------------------------------ nan-ignoring forms
+def _isnan(x):
+    return lax.ne(x, x)
+
+
+def _fill_nan(x, value):
+    return lax.select(_isnan(x), lax_shape.full(x.shape, value, x.dtype), x)
+
+
+def nansum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
+    """:func:`sum` treating NaN as zero.
+
+    Example::
+
+        >>> fnp.nansum(fnp.asarray([1., fnp.nan, 2.])).tolist()
+        3.0
+    """
+    x = asarray_like(x)
+    return sum(_fill_nan(x, 0) if dtypes.is_float(x.dtype) else x, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def nanprod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
+    """:func:`prod` treating NaN as one: ``fnp.nanprod(fnp.asarray([2., fnp.nan, 3.])) == 6``."""
+    x = asarray_like(x)
+    return prod(_fill_nan(x, 1) if dtypes.is_float(x.dtype) else x, axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def nanmean(x, /, *, axis=None, keepdims: bool = False) -> Array:
+    """:func:`mean` of the non-NaN elements (NaN where there are none).
+
+    Example::
+
+        >>> fnp.nanmean(fnp.asarray([1., fnp.nan, 3.])).tolist()
+        2.0
+    """
+    x = to_float(x)
+    total = nansum(x, axis=axis, keepdims=keepdims)
+    count = sum(lax.not_(_isnan(x)), axis=axis, keepdims=keepdims)
+    return lax.div(total, lax.convert_element_type(count, x.dtype))
+
+
+def _nan_extremum(op, reduce_fn, fill, x, axis, keepdims):
+    x = asarray_like(x)
+    if not dtypes.is_float(x.dtype):
+        return _extremum(op, reduce_fn, None, x, axis, keepdims, None)
+    out = _extremum(op, reduce_fn, None, _fill_nan(x, fill), axis, keepdims, None)
+    all_nan = all(_isnan(x), axis=axis, keepdims=keepdims)
+    return lax.select(all_nan, lax_shape.full(out.shape, float("nan"), out.dtype), out)
+
+
+def nanmax(x, /, *, axis=None, keepdims: bool = False) -> Array:
+    """:func:`max` ignoring NaN (NaN where every element is NaN).
+
+    Example::
+
+        >>> fnp.nanmax(fnp.asarray([1., fnp.nan, 3.])).tolist()
+        3.0
+    """
+    return _nan_extremum("nanmax", lax_reduce.reduce_max, float("-inf"), x, axis, keepdims)
+
+
+def nanmin(x, /, *, axis=None, keepdims: bool = False) -> Array:
+    """:func:`min` ignoring NaN (NaN where every element is NaN).
+
+    Example::
+
+        >>> fnp.nanmin(fnp.asarray([1., fnp.nan, 3.])).tolist()
+        1.0
+    """
+    return _nan_extremum("nanmin", lax_reduce.reduce_min, float("inf"), x, axis, keepdims)
+
+
+__all__ = ["sum", "prod", "max", "min", "amax", "amin", "ptp", "mean", "var", "std", "argmax", "argmin", "any",
+           "all", "count_nonzero", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "average", "nansum",
+           "nanprod", "nanmean", "nanmax", "nanmin"]

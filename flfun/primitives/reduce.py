@@ -1,15 +1,25 @@
-"""Reductions (sum, max, min, prod, argmax, argmin, any, all) and cumulative scans (cumsum, cumprod, cummax,
-cummin). Reductions take a tuple of distinct, non-negative ``axes``."""
+"""Reductions (reduce_sum, reduce_max, reduce_min, reduce_prod, reduce_or, reduce_and, argmax, argmin) and
+cumulative scans (cumsum, cumprod, cummax, cummin). Reductions take a tuple of distinct, non-negative ``axes``;
+scans and arg-reductions one non-negative ``axis``. The derivatives of products and running extrema are built
+from pairwise combinations (a tree or a log-step scan), so they stay exact when entries are zero."""
 from __future__ import annotations
 
+from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
-from flfun.primitives.common import check_kinds, linear_jvp, not_mapped
+from flfun.primitives import elementwise as E, shape as S
+from flfun.primitives.common import Zero, check_kinds, instantiate, is_zero, linear_jvp, tangent_aval_of, zero_jvp
 
 
 def _reduce_shape(op: str, x, axes) -> tuple[int, ...]:
-    if len(set(axes)) != len(axes) or any(not 0 <= a < len(x.shape) for a in axes):
-        raise TypeError(f"{op}: axes {axes} must be distinct and within the rank of {short(x)}")
+    if (not isinstance(axes, tuple) or len(set(axes)) != len(axes)
+            or any(type(a) is not int or not 0 <= a < len(x.shape) for a in axes)):
+        raise TypeError(f"{op}: axes {axes!r} must be a tuple of distinct ints within the rank of {short(x)}")
     return tuple(d for i, d in enumerate(x.shape) if i not in axes)
+
+
+def _check_axis(op: str, x, axis) -> None:
+    if type(axis) is not int or not 0 <= axis < len(x.shape):
+        raise TypeError(f"{op}: axis {axis!r} is out of range for {short(x)} (it must be in [0, rank))")
 
 
 def batch_axes(axes, bdim):
@@ -19,40 +29,348 @@ def batch_axes(axes, bdim):
 
 
 def reduction_batch(prim: Primitive):
-    def rule(axis, args, dims, **params):
+    def rule(axis_data, args, dims, **params):
         (x,), (d,) = args, dims
         new_axes, out_dim = batch_axes(params.pop("axes"), d)
         return prim.bind(x, axes=new_axes, **params), out_dim
     return rule
 
 
+def _reduction(name: str, kinds: str) -> Primitive:
+    """A reduction primitive with its shape rule and batching rule; callers add the jvp."""
+    p = Primitive(name)
+
+    def abstract_eval(x, *, axes):
+        check_kinds(name, kinds, x)
+        return ShapedArray(_reduce_shape(name, x, axes), x.dtype, is_weak(x))
+    p.def_abstract_eval(abstract_eval)
+    p.def_batch(reduction_batch(p))
+    return p
+
+
+def _norm_axes(axes) -> tuple[int, ...]:
+    return (int(axes),) if isinstance(axes, int) else tuple(int(a) for a in axes)
+
+
+def _kept(x, axes) -> tuple[int, ...]:
+    return tuple(i for i in range(len(x.shape)) if i not in axes)
+
+
+def _no_tangent(x, t) -> bool:
+    return is_zero(t) or not dtypes.is_float(x.dtype)
+
+
+def _const(dtype, value):
+    return S.full((), value, dtype)
+
+
 # --------------------------------------------------------------------------------------------------- reduce_sum
-reduce_sum_p = Primitive("reduce_sum")
-
-
-@reduce_sum_p.def_abstract_eval
-def _reduce_sum_abstract_eval(x, *, axes):
-    check_kinds("reduce_sum", "num", x)
-    return ShapedArray(_reduce_shape("reduce_sum", x, axes), x.dtype, is_weak(x))
-
-
+reduce_sum_p = _reduction("reduce_sum", "num")
 reduce_sum_p.def_jvp(linear_jvp(reduce_sum_p))
 
 
 @reduce_sum_p.def_transpose
 def _reduce_sum_transpose(ct, x, *, axes):
-    from flfun.primitives.shape import broadcast_in_dim
     shape = x.aval.shape
-    kept = tuple(i for i in range(len(shape)) if i not in axes)
-    return [broadcast_in_dim(ct, shape, kept)]
-
-
-reduce_sum_p.def_batch(reduction_batch(reduce_sum_p))
+    return [S.broadcast_in_dim(ct, shape, _kept(x.aval, axes))]
 
 
 def reduce_sum(x, axes):
-    """Sum over ``axes`` (a tuple of non-negative ints): ``lax.reduce_sum(x, (0,))``."""
-    return bind(reduce_sum_p, x, axes=tuple(int(a) for a in axes))
+    """Sum over ``axes`` (non-negative ints).
+
+    Example::
+
+        >>> lax.reduce_sum(fnp.ones((2, 3)), (1,)).tolist()
+        [3.0, 3.0]
+    """
+    return bind(reduce_sum_p, x, axes=_norm_axes(axes))
 
 
-del not_mapped
+# ------------------------------------------------------------------------------------------ reduce_max / reduce_min
+def _chooser_jvp(prim: Primitive):
+    """The tangent at the positions that attain the extremum, averaged over ties (JAX's chooser rule)."""
+    def rule(primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axes=axes)
+        if _no_tangent(x, t):
+            return out, Zero(tangent_aval_of(out))
+        hit = E.convert_element_type(E.eq(x, S.broadcast_in_dim(out, x.shape, _kept(x, axes))), x.dtype)
+        return out, E.div(reduce_sum(E.mul(t, hit), axes), reduce_sum(hit, axes))
+    return rule
+
+
+reduce_max_p = _reduction("reduce_max", "any")
+reduce_max_p.def_jvp(_chooser_jvp(reduce_max_p))
+reduce_min_p = _reduction("reduce_min", "any")
+reduce_min_p.def_jvp(_chooser_jvp(reduce_min_p))
+
+
+def reduce_max(x, axes):
+    """Maximum over ``axes``; over an empty axis it is the identity (-inf, the integer minimum or False).
+
+    Example::
+
+        >>> lax.reduce_max(fnp.asarray([[1., 5.], [7., 2.]]), (0,)).tolist()
+        [7.0, 5.0]
+    """
+    return bind(reduce_max_p, x, axes=_norm_axes(axes))
+
+
+def reduce_min(x, axes):
+    """Minimum over ``axes``; over an empty axis it is the identity (inf, the integer maximum or True).
+
+    Example::
+
+        >>> lax.reduce_min(fnp.asarray([[1., 5.], [7., 2.]]), (1,)).tolist()
+        [1.0, 2.0]
+    """
+    return bind(reduce_min_p, x, axes=_norm_axes(axes))
+
+
+# -------------------------------------------------------------------------------------------------- reduce_prod
+reduce_prod_p = _reduction("reduce_prod", "num")
+
+
+def _halves(x):
+    """Even and odd positions along the last axis."""
+    nd, lim = len(x.shape), tuple(x.shape)
+    strides = (1,) * (nd - 1) + (2,)
+    return S.slice(x, (0,) * nd, lim, strides), S.slice(x, (0,) * (nd - 1) + (1,), lim, strides)
+
+
+@reduce_prod_p.def_jvp
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    (x,), (t,) = primals, tangents
+    out = reduce_prod(x, axes)
+    if _no_tangent(x, t):
+        return out, Zero(tangent_aval_of(out))
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    if n == 0:
+        return out, instantiate(Zero(tangent_aval_of(out)))
+    # reduced axes last and flattened; then multiply pairs in a tree, carrying the product rule along
+    perm = _kept(x, axes) + tuple(axes)
+    x = S.reshape(S.transpose(x, perm), tuple(out.shape) + (n,))
+    t = S.reshape(S.transpose(t, perm), tuple(out.shape) + (n,))
+    while n > 1:
+        if n % 2:
+            cfg = ((0, 0, 0),) * (len(x.shape) - 1) + ((0, 1, 0),)
+            x, t = S.pad(x, _const(x.dtype, 1), cfg), S.pad(t, _const(t.dtype, 0), cfg)
+        (a, b), (ta, tb) = _halves(x), _halves(t)
+        x, t = E.mul(a, b), E.add(E.mul(ta, b), E.mul(a, tb))
+        n = (n + 1) // 2
+    return out, S.reshape(t, out.shape)
+
+
+def reduce_prod(x, axes):
+    """Product over ``axes``; its derivative is exact also where entries are zero.
+
+    Example::
+
+        >>> lax.reduce_prod(fnp.asarray([[1., 2.], [3., 4.]]), (0, 1)).tolist()
+        24.0
+    """
+    return bind(reduce_prod_p, x, axes=_norm_axes(axes))
+
+
+# ------------------------------------------------------------------------------------------ reduce_or / reduce_and
+reduce_or_p = _reduction("reduce_or", "bool")
+reduce_or_p.def_jvp(zero_jvp(reduce_or_p))
+reduce_and_p = _reduction("reduce_and", "bool")
+reduce_and_p.def_jvp(zero_jvp(reduce_and_p))
+
+
+def reduce_or(x, axes):
+    """Logical or of a boolean array over ``axes`` (False over an empty axis): ``lax.reduce_or(m, (0,))``."""
+    return bind(reduce_or_p, x, axes=_norm_axes(axes))
+
+
+def reduce_and(x, axes):
+    """Logical and of a boolean array over ``axes`` (True over an empty axis): ``lax.reduce_and(m, (0,))``."""
+    return bind(reduce_and_p, x, axes=_norm_axes(axes))
+
+
+# ------------------------------------------------------------------------------------------------ argmax / argmin
+def _arg_reduction(name: str) -> Primitive:
+    p = Primitive(name)
+
+    def abstract_eval(x, *, axis, index_dtype):
+        check_kinds(name, "any", x)
+        _check_axis(name, x, axis)
+        if not dtypes.is_int(index_dtype):
+            raise TypeError(f"{name}: index_dtype must be an integer dtype, got {index_dtype} for {short(x)}")
+        if x.shape[axis] == 0:
+            raise ValueError(f"{name}: axis {axis} of {short(x)} is empty; {name} needs at least one element")
+        return ShapedArray(x.shape[:axis] + x.shape[axis + 1:], index_dtype)
+
+    def batch(axis_data, args, dims, *, axis, index_dtype):
+        (x,), (d,) = args, dims
+        return p.bind(x, axis=axis + (axis >= d), index_dtype=index_dtype), d - (axis < d)
+    p.def_abstract_eval(abstract_eval)
+    p.def_jvp(zero_jvp(p))
+    p.def_batch(batch)
+    return p
+
+
+argmax_p = _arg_reduction("argmax")
+argmin_p = _arg_reduction("argmin")
+
+
+def argmax(x, axis: int, index_dtype):
+    """Index of the first maximum along ``axis`` (the first NaN, if any, as numpy does).
+
+    Example::
+
+        >>> lax.argmax(fnp.asarray([1., 7., 7.]), 0, "int32").tolist()
+        1
+    """
+    return bind(argmax_p, x, axis=int(axis), index_dtype=dtypes.canonicalize(index_dtype))
+
+
+def argmin(x, axis: int, index_dtype):
+    """Index of the first minimum along ``axis`` (the first NaN, if any, as numpy does).
+
+    Example::
+
+        >>> lax.argmin(fnp.asarray([3., 1., 1.]), 0, "int64").tolist()
+        1
+    """
+    return bind(argmin_p, x, axis=int(axis), index_dtype=dtypes.canonicalize(index_dtype))
+
+
+# ----------------------------------------------------------------------------------------------------- scans
+def _scan(name: str, kinds: str) -> Primitive:
+    p = Primitive(name)
+
+    def abstract_eval(x, *, axis, reverse):
+        check_kinds(name, kinds, x)
+        _check_axis(name, x, axis)
+        return ShapedArray(x.shape, x.dtype, is_weak(x))
+
+    def batch(axis_data, args, dims, *, axis, reverse):
+        (x,), (d,) = args, dims
+        return p.bind(x, axis=axis + (axis >= d), reverse=reverse), d
+    p.def_abstract_eval(abstract_eval)
+    p.def_batch(batch)
+    p.inplace = (0,)
+    return p
+
+
+def _shift(x, axis: int, d: int, fill, reverse: bool):
+    """``x`` moved ``d`` places along ``axis`` in scan order; the vacated places hold ``fill``."""
+    nd, n = len(x.shape), x.shape[axis]
+    start, limit = [0] * nd, list(x.shape)
+    cfg = [(0, 0, 0)] * nd
+    if reverse:
+        start[axis], cfg[axis] = d, (0, d, 0)
+    else:
+        limit[axis], cfg[axis] = n - d, (d, 0, 0)
+    return S.pad(S.slice(x, start, limit), _const(x.dtype, fill), cfg)
+
+
+def _log_step_scan(x, t, axis, reverse, identity, combine):
+    """Inclusive scan of (value, tangent) pairs in log2(n) steps (Hillis-Steele); returns the tangents.
+    ``combine(prev, tprev, cur, tcur)`` joins the earlier partial result with the later one."""
+    d = 1
+    while d < x.shape[axis]:
+        prev, tprev = _shift(x, axis, d, identity, reverse), _shift(t, axis, d, 0, reverse)
+        x, t = combine(prev, tprev, x, t)
+        d *= 2
+    return t
+
+
+cumsum_p = _scan("cumsum", "num")
+cumsum_p.def_jvp(linear_jvp(cumsum_p))
+
+
+@cumsum_p.def_transpose
+def _cumsum_transpose(ct, x, *, axis, reverse):
+    return [cumsum(ct, axis, not reverse)]
+
+
+def cumsum(x, axis: int, reverse: bool = False):
+    """Running sum along ``axis`` (from the end with ``reverse``).
+
+    Example::
+
+        >>> lax.cumsum(fnp.asarray([1., 2., 3.]), 0).tolist()
+        [1.0, 3.0, 6.0]
+    """
+    return bind(cumsum_p, x, axis=int(axis), reverse=bool(reverse))
+
+
+cumprod_p = _scan("cumprod", "num")
+
+
+@cumprod_p.def_jvp
+def _cumprod_jvp(primals, tangents, *, axis, reverse):
+    (x,), (t,) = primals, tangents
+    out = cumprod(x, axis, reverse)
+    if _no_tangent(x, t):
+        return out, Zero(tangent_aval_of(out))
+
+    def combine(a, ta, b, tb):   # the product rule, so no division by entries that may be zero
+        return E.mul(a, b), E.add(E.mul(ta, b), E.mul(a, tb))
+    return out, _log_step_scan(x, t, axis, reverse, 1, combine)
+
+
+def cumprod(x, axis: int, reverse: bool = False):
+    """Running product along ``axis`` (from the end with ``reverse``).
+
+    Example::
+
+        >>> lax.cumprod(fnp.asarray([1., 2., 3.]), 0).tolist()
+        [1.0, 2.0, 6.0]
+    """
+    return bind(cumprod_p, x, axis=int(axis), reverse=bool(reverse))
+
+
+def _cum_extremum_jvp(prim: Primitive, earlier_wins):
+    """The tangent of the element each running extremum comes from (the earliest one on ties)."""
+    def rule(primals, tangents, *, axis, reverse):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axis=axis, reverse=reverse)
+        if _no_tangent(x, t):
+            return out, Zero(tangent_aval_of(out))
+
+        def combine(a, ta, b, tb):   # the NaN fill never wins a comparison, so it is never picked
+            pick = earlier_wins(a, b)
+            return E.select(pick, a, b), E.select(pick, ta, tb)
+        return out, _log_step_scan(x, t, axis, reverse, float("nan"), combine)
+    return rule
+
+
+cummax_p = _scan("cummax", "num")
+cummax_p.def_jvp(_cum_extremum_jvp(cummax_p, E.ge))
+cummin_p = _scan("cummin", "num")
+cummin_p.def_jvp(_cum_extremum_jvp(cummin_p, E.le))
+
+
+def cummax(x, axis: int, reverse: bool = False):
+    """Running maximum along ``axis`` (from the end with ``reverse``).
+
+    Example::
+
+        >>> lax.cummax(fnp.asarray([1., 3., 2.]), 0).tolist()
+        [1.0, 3.0, 3.0]
+    """
+    return bind(cummax_p, x, axis=int(axis), reverse=bool(reverse))
+
+
+def cummin(x, axis: int, reverse: bool = False):
+    """Running minimum along ``axis`` (from the end with ``reverse``).
+
+    Example::
+
+        >>> lax.cummin(fnp.asarray([3., 1., 2.]), 0).tolist()
+        [3.0, 1.0, 1.0]
+    """
+    return bind(cummin_p, x, axis=int(axis), reverse=bool(reverse))
+
+
+REDUCTIONS = (reduce_sum_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_or_p, reduce_and_p)
+SCANS = (cumsum_p, cumprod_p, cummax_p, cummin_p)
+__all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_or", "reduce_and", "argmax", "argmin",
+           "cumsum", "cumprod", "cummax", "cummin", "reduce_sum_p", "reduce_max_p", "reduce_min_p", "reduce_prod_p",
+           "reduce_or_p", "reduce_and_p", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "cummax_p", "cummin_p"]

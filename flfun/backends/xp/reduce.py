@@ -1,9 +1,78 @@
-"""Reduction and scan impls against an array module ``xp``."""
+"""Reduction and scan impls against an array module ``xp``. Reductions over an empty axis give the identity
+(max: -inf / the integer minimum), as in lax; ``flfun.numpy`` raises numpy's errors before it gets here."""
 from __future__ import annotations
 
 
 def impls(xp) -> dict:
+    def identity(dtype, biggest: bool):
+        if dtype.kind == "f":
+            return float("inf") if biggest else float("-inf")
+        if dtype.kind == "b":
+            return biggest
+        info = xp.iinfo(dtype)
+        return info.max if biggest else info.min
+
+    def extremum(fn, biggest: bool):
+        def impl(x, *, axes, out=None):
+            if x.size == 0 and any(x.shape[a] == 0 for a in axes):
+                shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+                res = xp.full(shape, identity(x.dtype, biggest), dtype=x.dtype)
+                if out is None:
+                    return res
+                out[...] = res
+                return out
+            return fn(x, axis=axes, out=out)
+        return impl
+
     def reduce_sum(x, *, axes, out=None):
         return xp.sum(x, axis=axes, dtype=x.dtype, out=out)
 
-    return {"reduce_sum": reduce_sum}
+    def reduce_prod(x, *, axes, out=None):
+        return xp.prod(x, axis=axes, dtype=x.dtype, out=out)
+
+    def arg(fn):
+        def impl(x, *, axis, index_dtype):
+            return fn(x, axis=axis).astype(index_dtype)
+        return impl
+
+    def scan(fn):
+        def impl(x, *, axis, reverse, out=None):
+            if not reverse:
+                return fn(x, axis, out)
+            res = fn(xp.flip(x, axis), axis, None if out is None else xp.flip(out, axis))
+            return xp.flip(res, axis) if out is None else out
+        return impl
+
+    def accumulate(ufunc):
+        if hasattr(ufunc, "accumulate"):
+            return lambda x, axis, out: ufunc.accumulate(x, axis=axis, out=out)
+
+        def by_steps(x, axis, out):   # array modules without ufunc.accumulate: log2(n) doubling steps
+            res = xp.array(x, copy=True)
+            d = 1
+            while d < x.shape[axis]:
+                hi = [slice(None)] * x.ndim
+                lo = [slice(None)] * x.ndim
+                hi[axis], lo[axis] = slice(d, None), slice(None, -d)
+                res[tuple(hi)] = ufunc(res[tuple(lo)], res[tuple(hi)])
+                d *= 2
+            if out is None:
+                return res
+            out[...] = res
+            return out
+        return by_steps
+
+    return {
+        "reduce_sum": reduce_sum,
+        "reduce_prod": reduce_prod,
+        "reduce_max": extremum(xp.max, False),
+        "reduce_min": extremum(xp.min, True),
+        "reduce_or": lambda x, *, axes, out=None: xp.any(x, axis=axes, out=out),
+        "reduce_and": lambda x, *, axes, out=None: xp.all(x, axis=axes, out=out),
+        "argmax": arg(xp.argmax),
+        "argmin": arg(xp.argmin),
+        "cumsum": scan(lambda x, axis, out: xp.cumsum(x, axis=axis, dtype=x.dtype, out=out)),
+        "cumprod": scan(lambda x, axis, out: xp.cumprod(x, axis=axis, dtype=x.dtype, out=out)),
+        "cummax": scan(accumulate(xp.maximum)),
+        "cummin": scan(accumulate(xp.minimum)),
+    }
