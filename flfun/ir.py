@@ -1,7 +1,8 @@
 """flfun's IR: a ``Program`` of equations over variables, printed like a jaxpr.
 
-``invars`` are the inputs, ``constvars`` the captured constants (their values travel beside the program),
-each ``Eqn`` applies one primitive, and ``outvars`` are the results (a ``Literal`` may stand for a constant).
+``invars`` are the inputs, ``constvars`` the captured constants (their values travel beside the program, or inside
+a ``ClosedProgram``), each ``Eqn`` applies one primitive, and ``outvars`` are the results (a ``Literal`` may
+stand for a scalar constant). ``typecheck`` re-runs every shape rule; passes live in ``flfun.passes``.
 """
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind
 
 _ids = itertools.count()
@@ -27,14 +31,24 @@ class Var:
 
 
 class Literal:
-    """A Python scalar constant inlined in an equation."""
+    """A scalar constant inlined in an equation; ``val`` is a numpy scalar of ``aval.dtype``."""
     __slots__ = ("val", "aval")
 
     def __init__(self, val, aval: ShapedArray):
-        self.val, self.aval = val, aval
+        self.val = np.asarray(val, dtype=aval.dtype)[()]
+        self.aval = aval
+
+    @property
+    def key(self) -> tuple:
+        """A hashable identity for CSE: dtype and bit pattern (so ``-0.0`` and ``nan`` are handled exactly)."""
+        return (self.aval.dtype.str, self.val.tobytes())
 
     def __repr__(self):
-        return f"Literal({self.val})"
+        return f"Literal({self.val.item()!r}:{dtypes.short_name(self.aval.dtype)})"
+
+
+def is_literal(v) -> bool:
+    return type(v) is Literal
 
 
 @dataclass(frozen=True)
@@ -45,8 +59,9 @@ class Eqn:
     params: dict = field(hash=False)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Program:
+    """Inputs, constants, equations and outputs; compared and hashed by identity; ``str()`` gives the text."""
     constvars: list[Var]
     invars: list[Var]
     eqns: list[Eqn]
@@ -55,6 +70,8 @@ class Program:
     def __str__(self) -> str:
         return pretty(self)
 
+    __repr__ = __str__
+
     @property
     def in_avals(self) -> list[ShapedArray]:
         return [v.aval for v in self.invars]
@@ -62,6 +79,28 @@ class Program:
     @property
     def out_avals(self) -> list[ShapedArray]:
         return [v.aval for v in self.outvars]
+
+
+class ClosedProgram:
+    """A program with the values of its constants: what call primitives (``jit``) carry as a parameter.
+
+    Hashed by identity; ``cache`` holds what transforms and the compiler derive from it (jvp, transpose,
+    batched programs, compiled executables), so re-deriving them is free.
+    """
+    __slots__ = ("program", "consts", "cache", "__weakref__")
+
+    def __init__(self, program: Program, consts: list):
+        if len(consts) != len(program.constvars):
+            raise ValueError(f"ClosedProgram: {len(program.constvars)} constvars but {len(consts)} consts")
+        self.program, self.consts, self.cache = program, list(consts), {}
+
+    in_avals = property(lambda self: self.program.in_avals)
+    out_avals = property(lambda self: self.program.out_avals)
+
+    def __str__(self):
+        return pretty(self.program)
+
+    __repr__ = __str__
 
 
 def _names():
@@ -78,6 +117,10 @@ def _names():
 def _fmt_param(v) -> str:
     if isinstance(v, Program):
         return "{ " + pretty(v).replace("\n", "\n    ") + " }"
+    if isinstance(v, ClosedProgram):
+        return _fmt_param(v.program)
+    if isinstance(v, np.dtype):
+        return dtypes.short_name(v)
     if hasattr(v, "name") and not isinstance(v, str) and not isinstance(v, type):
         return str(getattr(v, "name"))
     return repr(v) if not hasattr(v, "str") else str(v)
@@ -90,7 +133,7 @@ def pretty(p: Program) -> str:
 
     def name(v):
         if isinstance(v, Literal):
-            return repr(v.val)
+            return f"{v.val.item()!r}:{dtypes.short_name(v.aval.dtype)}"
         if v.id not in names:
             names[v.id] = next(gen)
         return names[v.id]
@@ -128,3 +171,33 @@ def eval_program(program: Program, consts, args) -> list:
         for v, x in zip(e.outputs, outs):
             env[v.id] = x
     return [read(v) for v in program.outvars]
+
+
+def typecheck(program: Program) -> None:
+    """Check that every variable is defined before use, once, and that each equation's shape rule gives the
+    avals of its outputs (up to weak types). Raises ``TypeError`` naming the equation."""
+    defined = {v.id for v in program.constvars} | {v.id for v in program.invars}
+    if len(defined) != len(program.constvars) + len(program.invars):
+        raise TypeError("typecheck: an input or constant variable is bound twice")
+
+    def check_read(v, where):
+        if not isinstance(v, Literal) and v.id not in defined:
+            raise TypeError(f"typecheck: {where} reads {v!r} before it is defined")
+
+    for i, e in enumerate(program.eqns):
+        for v in e.inputs:
+            check_read(v, f"equation {i} ({e.prim.name})")
+        avals = e.prim.abstract_eval(*[v.aval for v in e.inputs], **e.params)
+        avals = avals if e.prim.multiple_results else [avals]
+        if len(avals) != len(e.outputs):
+            raise TypeError(f"typecheck: equation {i} ({e.prim.name}) has {len(e.outputs)} outputs, its rule "
+                            f"gives {len(avals)}")
+        for a, v in zip(avals, e.outputs):
+            if a.shape != v.aval.shape or a.dtype != v.aval.dtype:
+                raise TypeError(f"typecheck: equation {i} ({e.prim.name}) output is {v.aval.str_short()} but its "
+                                f"rule gives {a.str_short()}")
+            if v.id in defined:
+                raise TypeError(f"typecheck: equation {i} ({e.prim.name}) rebinds {v!r}")
+            defined.add(v.id)
+    for v in program.outvars:
+        check_read(v, "the output list")

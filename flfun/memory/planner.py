@@ -1,0 +1,393 @@
+"""Static memory plans for jitted programs: liveness, in-place reuse, and offsets in one arena per device.
+
+``plan_program`` decides where every intermediate of a ``Program`` lives. Values whose primitive can write
+into an ``out=`` buffer get a buffer in the arena, or reuse the buffer of an operand that dies at that
+equation when the primitive's ``inplace`` hint allows (never a caller's input unless donated). Values from
+impls that allocate for themselves may be views of their operands, so they keep those operands' buffers
+alive. A strategy (``naive``, ``greedy_by_size``, ``best_fit``, ``auto`` or one you register) assigns offsets.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from flfun.ir import Eqn, Literal, Program, Var
+
+ALIGNMENT = 64
+
+
+@dataclass
+class BufferSpec:
+    """What a strategy places: ``size`` bytes (a multiple of the alignment), live over eqns ``start..end``."""
+    id: int
+    size: int
+    start: int
+    end: int
+
+    def overlaps_in_time(self, other: "BufferSpec") -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+
+@dataclass
+class Root:
+    """A piece of memory a value may live in: an input, a constant, an arena buffer, a fresh output, or memory
+    an impl allocated itself (``heap``)."""
+    id: int
+    kind: str                      # "input" | "const" | "arena" | "output" | "heap"
+    nbytes: int = 0
+    index: int = -1                # input/const position, or the equation that created it
+    end: int = -1                  # last program point at which a value in it is read
+    donated: bool = False
+    exact: set = field(default_factory=set)   # var ids whose array is this root's whole buffer, in layout
+    label: str = ""
+
+
+# ---------------------------------------------------------------------------------------------- strategies
+STRATEGIES: dict[str, Callable[[list[BufferSpec], int], dict[int, int]]] = {}
+
+
+def register_strategy(name: str):
+    """Register an offset-assignment strategy ``fn(buffers, alignment) -> {buffer id: offset}``.
+
+    Example::
+
+        @register_strategy("first_fit_by_start")
+        def first_fit(buffers, alignment):
+            return place_in_order(sorted(buffers, key=lambda b: b.start))
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"register_strategy: name must be a non-empty str, got {name!r}")
+
+    def wrap(fn):
+        STRATEGIES[name] = fn
+        return fn
+    return wrap
+
+
+def place_in_order(buffers: Iterable[BufferSpec]) -> dict[int, int]:
+    """First fit: each buffer, in the given order, at the lowest offset free during its whole lifetime."""
+    placed: list[tuple[int, int, BufferSpec]] = []
+    out = {}
+    for b in buffers:
+        busy = sorted((o, o + s) for o, s, p in placed if p.overlaps_in_time(b) and s)
+        offset = 0
+        for lo, hi in busy:
+            if offset + b.size <= lo:
+                break
+            offset = max(offset, hi)
+        out[b.id] = offset
+        placed.append((offset, b.size, b))
+    return out
+
+
+@register_strategy("naive")
+def _naive(buffers, alignment):
+    """No reuse: every buffer gets its own bytes (what an executor without a planner allocates)."""
+    out, top = {}, 0
+    for b in sorted(buffers, key=lambda b: (b.start, b.id)):
+        out[b.id] = top
+        top += b.size
+    return out
+
+
+@register_strategy("greedy_by_size")
+def _greedy_by_size(buffers, alignment):
+    """Largest buffer first, each at the lowest offset that no time-overlapping placed buffer uses."""
+    return place_in_order(sorted(buffers, key=lambda b: (-b.size, b.start, b.id)))
+
+
+@register_strategy("best_fit")
+def _best_fit(buffers, alignment):
+    """XLA's heap simulator with best fit: walk the program in order, free buffers after their last use, and
+    put each new buffer in the smallest free gap that holds it (the top of the heap if none does)."""
+    live: list[tuple[int, int, int]] = []          # (offset, size, end)
+    out = {}
+    for b in sorted(buffers, key=lambda b: (b.start, -b.size, b.id)):
+        live = [x for x in live if x[2] >= b.start]
+        live.sort()
+        best, best_gap, cursor = None, None, 0
+        for off, size, _ in live:
+            gap = off - cursor
+            if gap >= b.size and (best_gap is None or gap < best_gap):
+                best, best_gap = cursor, gap
+            cursor = max(cursor, off + size)
+        offset = cursor if best is None else best
+        out[b.id] = offset
+        live.append((offset, b.size, b.end))
+    return out
+
+
+@register_strategy("auto")
+def _auto(buffers, alignment):
+    """The smallest arena of ``greedy_by_size``, ``best_fit`` and first fit in order of start."""
+    candidates = [_greedy_by_size(buffers, alignment), _best_fit(buffers, alignment),
+                  place_in_order(sorted(buffers, key=lambda b: (b.start, -b.size, b.id)))]
+    return min(candidates, key=lambda offs: arena_size(buffers, offs))
+
+
+def arena_size(buffers: list[BufferSpec], offsets: dict[int, int]) -> int:
+    return max((offsets[b.id] + b.size for b in buffers), default=0)
+
+
+def _align(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment
+
+
+# ---------------------------------------------------------------------------------------------------- plan
+@dataclass
+class PlannedBuffer:
+    id: int
+    offset: int
+    size: int
+    start: int
+    end: int
+    label: str
+    values: int                      # how many program values live in it (> 1: in-place reuse)
+
+
+@dataclass
+class MemoryPlan:
+    """Where every intermediate of a program lives. Byte figures:
+
+    * ``naive_bytes``: the sum of all equations' outputs (an executor that never reuses memory);
+    * ``arena_bytes``: the planned arena; ``no_reuse_bytes``: the arena buffers laid end to end;
+    * ``lower_bound``: the most arena-buffer bytes live at one program point (no placement can beat it);
+    * ``peak_live_bytes``: like JAX's liveness figure, every equation output counted until its last use.
+    """
+    strategy: str
+    alignment: int
+    buffers: list[PlannedBuffer]
+    arena_bytes: int
+    naive_bytes: int
+    no_reuse_bytes: int
+    lower_bound: int
+    peak_live_bytes: int
+    inplace_hits: int
+    num_eqns: int
+    roots: dict[int, Root] = field(repr=False)
+    var_roots: dict[int, frozenset] = field(repr=False)
+    program: Program | None = field(default=None, repr=False)
+
+    def offset_of(self, var: Var) -> int | None:
+        """The arena offset of ``var``'s buffer, or ``None`` if it does not live in the arena."""
+        rs = self.var_roots.get(var.id, ())
+        if len(rs) == 1:
+            r = self.roots[next(iter(rs))]
+            if r.kind == "arena" and var.id in r.exact:
+                return next(b.offset for b in self.buffers if b.id == r.id)
+        return None
+
+    def check(self) -> None:
+        """Raise ``AssertionError``-free ``ValueError`` if two buffers live at the same time overlap in memory
+        or an offset breaks the alignment."""
+        bs = sorted(self.buffers, key=lambda b: b.offset)
+        for i, a in enumerate(bs):
+            if a.offset % self.alignment:
+                raise ValueError(f"MemoryPlan: buffer {a.id} at offset {a.offset} is not {self.alignment}-aligned")
+            if a.offset + a.size > self.arena_bytes:
+                raise ValueError(f"MemoryPlan: buffer {a.id} ends past the arena")
+            for b in bs[i + 1:]:
+                if b.offset >= a.offset + a.size:
+                    break
+                if a.size and b.size and a.start <= b.end and b.start <= a.end:
+                    raise ValueError(f"MemoryPlan: buffers {a.id} ({a.label}) and {b.id} ({b.label}) overlap in "
+                                     f"memory and in time")
+
+    def summary(self) -> str:
+        """A table of every arena buffer (offset, size, lifetime, values sharing it) and the totals."""
+        rows = [f"{'buf':>4} {'offset':>10} {'bytes':>10} {'live':>11} {'vals':>4}  value",
+                "-" * 64]
+        for b in sorted(self.buffers, key=lambda b: (b.offset, b.start)):
+            rows.append(f"{b.id:>4} {b.offset:>10} {b.size:>10} {f'{b.start}..{b.end}':>11} {b.values:>4}  "
+                        f"{b.label}")
+        rows += ["-" * 64, self.totals()]
+        return "\n".join(rows)
+
+    def totals(self) -> str:
+        lb = self.lower_bound or 1
+        nv = self.naive_bytes or 1
+        return (f"strategy {self.strategy}: arena {_mib(self.arena_bytes)} = {self.arena_bytes / lb:.3f}x lower "
+                f"bound {_mib(self.lower_bound)}, {self.arena_bytes / nv:.3f}x naive {_mib(self.naive_bytes)} "
+                f"(arena buffers unshared {_mib(self.no_reuse_bytes)}); {len(self.buffers)} buffers over "
+                f"{self.num_eqns} equations, {self.inplace_hits} in-place")
+
+    def __str__(self):
+        return self.totals()
+
+    def plot(self, path: str, title: str | None = None) -> None:
+        """Draw the plan as rectangles over program point (x) and arena offset (y) into a PNG at ``path``."""
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Rectangle
+
+        fig, ax = plt.subplots(figsize=(10, 5.5))
+        cmap = plt.get_cmap("tab20")
+        scale = 1 / (1 << 20)
+        for i, b in enumerate(sorted(self.buffers, key=lambda b: b.start)):
+            ax.add_patch(Rectangle((b.start - 0.45, b.offset * scale), b.end - b.start + 0.9, b.size * scale,
+                                   facecolor=cmap(i % 20), edgecolor="black", linewidth=0.4, alpha=0.85))
+            if b.size >= 0.04 * max(self.arena_bytes, 1):
+                ax.text(b.start, (b.offset + b.size / 2) * scale, b.label.split(" ")[0], fontsize=6,
+                        va="center")
+        ax.axhline(self.lower_bound * scale, color="red", linestyle="--", linewidth=1,
+                   label=f"lower bound {_mib(self.lower_bound)}")
+        ax.axhline(self.arena_bytes * scale, color="black", linewidth=1, label=f"arena {_mib(self.arena_bytes)}")
+        ax.set_xlim(-1, max(self.num_eqns, 1))
+        ax.set_ylim(0, max(self.arena_bytes, self.lower_bound, 1) * scale * 1.08)
+        ax.set_xlabel("program point (equation index)")
+        ax.set_ylabel("arena offset (MiB)")
+        ax.set_title(title or f"memory plan ({self.strategy}): naive {_mib(self.naive_bytes)}, "
+                              f"{len(self.buffers)} buffers, {self.inplace_hits} in-place")
+        ax.legend(loc="upper right", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=130)
+        plt.close(fig)
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.2f} MiB" if n >= 1 << 16 else f"{n} B"
+
+
+# ------------------------------------------------------------------------------------------------ analysis
+def last_uses(program: Program) -> dict[int, int]:
+    """Var id -> index of the last equation reading it (``len(eqns)`` for program outputs, -1 if unused)."""
+    n = len(program.eqns)
+    last: dict[int, int] = {}
+    for i, e in enumerate(program.eqns):
+        for v in e.inputs:
+            if type(v) is Var:
+                last[v.id] = i
+    for v in program.outvars:
+        if type(v) is Var:
+            last[v.id] = n
+    return last
+
+
+def plan_program(program: Program, can_write_out: Callable[[Eqn], bool] = lambda e: False,
+                 donated: Iterable[int] = (), strategy: str = "auto",
+                 alignment: int = ALIGNMENT, inplace: bool = True) -> MemoryPlan:
+    """Plan the memory of ``program``.
+
+    ``can_write_out(eqn)`` says whether the equation's impl writes into an ``out=`` buffer; ``donated`` lists
+    input positions whose buffers the program may overwrite. ``inplace=False`` turns in-place reuse off.
+
+    Example::
+
+        plan = plan_program(program, lambda e: True, strategy="best_fit")
+        print(plan.summary())
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"plan_program: unknown strategy {strategy!r}; registered: {sorted(STRATEGIES)}")
+    if alignment < 1 or alignment & (alignment - 1):
+        raise ValueError(f"plan_program: alignment must be a power of two, got {alignment}")
+    donated = set(donated)
+    n = len(program.eqns)
+    last = last_uses(program)
+    outputs = {v.id for v in program.outvars if type(v) is Var}
+    roots: dict[int, Root] = {}
+    var_roots: dict[int, frozenset] = {}
+
+    def new_root(kind, nbytes=0, index=-1, **kw) -> Root:
+        r = Root(len(roots), kind, nbytes, index, **kw)
+        roots[r.id] = r
+        return r
+
+    def bind(v: Var, rs: frozenset, exact_root: Root | None = None):
+        var_roots[v.id] = rs
+        for rid in rs:
+            roots[rid].end = max(roots[rid].end, last.get(v.id, -1))
+        if exact_root is not None:
+            exact_root.exact.add(v.id)
+
+    for i, v in enumerate(program.constvars):
+        r = new_root("const", v.aval.nbytes, i)
+        bind(v, frozenset((r.id,)), r)
+    for i, v in enumerate(program.invars):
+        r = new_root("input", v.aval.nbytes, i, donated=i in donated)
+        bind(v, frozenset((r.id,)), r)
+
+    hits = 0
+    for i, e in enumerate(program.eqns):
+        in_roots = [var_roots[v.id] if type(v) is Var else frozenset() for v in e.inputs]
+        if not can_write_out(e) or len(e.outputs) != 1:
+            union = frozenset().union(*in_roots)
+            for v in e.outputs:
+                r = new_root("heap", v.aval.nbytes, i)
+                bind(v, union | {r.id})
+            continue
+        v = e.outputs[0]
+        is_out = v.id in outputs
+        target = _inplace_target(e, i, v, in_roots, roots, is_out) if inplace else None
+        if target is not None:
+            hits += 1
+            bind(v, frozenset((target.id,)), target)
+            continue
+        r = new_root("output" if is_out else "arena", v.aval.nbytes, i, label=f"{v.aval.str_short()} {e.prim.name}")
+        bind(v, frozenset((r.id,)), r)
+
+    specs = [BufferSpec(r.id, _align(r.nbytes, alignment), r.index, max(r.end, r.index))
+             for r in roots.values() if r.kind == "arena"]
+    offsets = STRATEGIES[strategy](specs, alignment)
+    buffers = [PlannedBuffer(s.id, offsets[s.id], s.size, s.start, s.end, roots[s.id].label,
+                             len(roots[s.id].exact)) for s in specs]
+    plan = MemoryPlan(strategy, alignment, buffers, arena_size(specs, offsets),
+                      sum(v.aval.nbytes for e in program.eqns for v in e.outputs),
+                      sum(s.size for s in specs), _peak(specs, n), _peak_vars(program, last), hits, n, roots,
+                      var_roots, program)
+    plan.check()
+    return plan
+
+
+def _inplace_target(e: Eqn, i: int, v: Var, in_roots: list, roots: dict, is_out: bool) -> Root | None:
+    """The buffer of an operand that ``v`` may overwrite: the primitive allows it, the operand is that buffer
+    in full, same shape and dtype, the buffer is dead after this equation, and no other operand reads it."""
+    for j in e.prim.inplace:
+        if j >= len(e.inputs):
+            continue
+        x = e.inputs[j]
+        if type(x) is not Var or len(in_roots[j]) != 1:
+            continue
+        r = roots[next(iter(in_roots[j]))]
+        if x.id not in r.exact or x.aval.shape != v.aval.shape or x.aval.dtype != v.aval.dtype:
+            continue
+        if not ((r.kind == "arena" and not is_out) or (r.kind == "input" and r.donated)):
+            continue
+        if r.end > i:
+            continue
+        if any(r.id in rs and e.inputs[k] is not x for k, rs in enumerate(in_roots) if k != j):
+            continue
+        return r
+    return None
+
+
+def _peak(specs: list[BufferSpec], n: int) -> int:
+    delta = [0] * (n + 3)
+    for s in specs:
+        delta[s.start + 1] += s.size
+        delta[s.end + 2] -= s.size
+    peak = cur = 0
+    for d in delta:
+        cur += d
+        peak = max(peak, cur)
+    return peak
+
+
+def _peak_vars(program: Program, last: dict) -> int:
+    """JAX's ``peak_live_intermediates``: each equation output live from its equation to its last use."""
+    n = len(program.eqns)
+    delta = [0] * (n + 2)
+    for i, e in enumerate(program.eqns):
+        for v in e.outputs:
+            end = max(last.get(v.id, i), i)
+            delta[i] += v.aval.nbytes
+            delta[end + 1] -= v.aval.nbytes
+    peak = cur = 0
+    for d in delta:
+        cur += d
+        peak = max(peak, cur)
+    return peak
+
+
+__all__ = ["plan_program", "MemoryPlan", "BufferSpec", "PlannedBuffer", "Root", "register_strategy",
+           "STRATEGIES", "place_in_order", "last_uses", "ALIGNMENT"]

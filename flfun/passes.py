@@ -1,0 +1,310 @@
+"""Semantics-preserving IR passes: call inlining, dead-code elimination, common-subexpression elimination,
+constant folding, and simplification of the zeros, ones and broadcasts that autodiff produces.
+
+Every pass maps ``(program, consts) -> (program, consts)`` and never mutates its input. ``optimize`` runs the
+standard pipeline that ``jit`` uses; ``PASSES`` names them all for experiments.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from flfun.core import eval_primitive
+from flfun.ir import ClosedProgram, Eqn, Literal, Program, Var
+from flfun.core import ShapedArray
+
+FOLD_MAX_BYTES = 1024      # fold equations with constant inputs whose outputs are at most this big
+
+
+def _atom(v, env: dict):
+    """``v`` after the substitutions in ``env`` (var id -> replacement var or literal)."""
+    while type(v) is Var and v.id in env:
+        v = env[v.id]
+    return v
+
+
+def _rebuild(program: Program, eqns: list, env: dict, constvars=None) -> Program:
+    return Program(list(program.constvars if constvars is None else constvars), list(program.invars), eqns,
+                   [_atom(v, env) for v in program.outvars])
+
+
+# ------------------------------------------------------------------------------------------------- inlining
+def _call_param(e: Eqn) -> ClosedProgram | None:
+    c = e.params.get("closed")
+    return c if isinstance(c, ClosedProgram) else None
+
+
+def inline_calls(program: Program, consts: list) -> tuple[Program, list]:
+    """Replace every call equation (``jit`` nested in ``jit``) by the equations of its body, recursively."""
+    if not any(_call_param(e) for e in program.eqns):
+        return program, consts
+    constvars, consts = list(program.constvars), list(consts)
+    eqns: list[Eqn] = []
+
+    def emit(prog: Program, args: list, env: dict) -> list:
+        for e in prog.eqns:
+            ins = [a if type(a) is Literal else env[a.id] for a in e.inputs]
+            inner = _call_param(e)
+            if inner is not None:
+                cvars = [Var(v.aval) for v in inner.program.constvars]
+                constvars.extend(cvars)
+                consts.extend(inner.consts)
+                sub = {v.id: nv for v, nv in zip(inner.program.constvars, cvars)}
+                sub.update({v.id: a for v, a in zip(inner.program.invars, ins)})
+                outs = emit(inner.program, ins, sub)
+                for v, o in zip(e.outputs, outs):
+                    env[v.id] = o
+                continue
+            outs = tuple(Var(v.aval) for v in e.outputs)
+            for v, nv in zip(e.outputs, outs):
+                env[v.id] = nv
+            eqns.append(Eqn(e.prim, tuple(ins), outs, e.params))
+        return [v if type(v) is Literal else env[v.id] for v in prog.outvars]
+
+    env = {v.id: v for v in program.constvars + program.invars}
+    outvars = emit(program, list(program.invars), env)
+    return Program(constvars, list(program.invars), eqns, outvars), consts
+
+
+# ---------------------------------------------------------------------------------------------------- DCE
+def dce(program: Program, consts: list) -> tuple[Program, list]:
+    """Drop equations none of whose outputs is used, and constants nothing reads (all primitives are pure)."""
+    live = {v.id for v in program.outvars if type(v) is Var}
+    kept = []
+    for e in reversed(program.eqns):
+        if any(v.id in live for v in e.outputs):
+            kept.append(e)
+            live.update(v.id for v in e.inputs if type(v) is Var)
+    kept.reverse()
+    pairs = [(v, c) for v, c in zip(program.constvars, consts) if v.id in live]
+    return _rebuild(program, kept, {}, [v for v, _ in pairs]), [c for _, c in pairs]
+
+
+# ---------------------------------------------------------------------------------------------------- CSE
+def _hashable(x):
+    if isinstance(x, (list, tuple)):
+        return tuple(_hashable(y) for y in x)
+    if isinstance(x, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in x.items()))
+    if isinstance(x, np.ndarray):
+        return ("nd", x.dtype.str, x.shape, x.tobytes())
+    try:
+        hash(x)
+        return x
+    except TypeError:
+        return ("id", id(x))
+
+
+def _key_atom(v):
+    return ("l", v.key) if type(v) is Literal else v.id
+
+
+def cse(program: Program, consts: list) -> tuple[Program, list]:
+    """Merge equations that apply the same primitive with the same parameters to the same inputs."""
+    env: dict = {}
+    seen: dict = {}
+    eqns = []
+    for e in program.eqns:
+        ins = tuple(_atom(v, env) for v in e.inputs)
+        key = (e.prim.name, id(e.prim), tuple(_key_atom(v) for v in ins), _hashable(e.params))
+        prev = seen.get(key)
+        if prev is not None:
+            for v, p in zip(e.outputs, prev.outputs):
+                env[v.id] = p
+            continue
+        e = Eqn(e.prim, ins, e.outputs, e.params) if ins != e.inputs else e
+        seen[key] = e
+        eqns.append(e)
+    return _rebuild(program, eqns, env), consts
+
+
+# ------------------------------------------------------------------------------------------ constant folding
+def fold_constants(program: Program, consts: list, max_bytes: int = FOLD_MAX_BYTES) -> tuple[Program, list]:
+    """Evaluate, at compile time, equations whose inputs are all literals or constants and whose outputs are
+    small (at most ``max_bytes``); scalar results become literals, others new constants. Folding calls the
+    same registered impls as run time, so results are bit-identical."""
+    known: dict[int, Any] = {v.id: c for v, c in zip(program.constvars, consts)}
+    constvars, consts = list(program.constvars), list(consts)
+    env: dict = {}
+    eqns = []
+    for e in program.eqns:
+        ins = tuple(_atom(v, env) for v in e.inputs)
+        small = sum(v.aval.nbytes for v in e.outputs) <= max_bytes
+        if small and _call_param(e) is None and all(type(v) is Literal or v.id in known for v in ins):
+            vals = [v.val if type(v) is Literal else known[v.id] for v in ins]
+            outs = eval_primitive(e.prim, vals, e.params)
+            outs = outs if e.prim.multiple_results else [outs]
+            for v, o in zip(e.outputs, outs):
+                raw = np.asarray(o)
+                if raw.shape == () and not v.aval.shape:
+                    env[v.id] = Literal(raw[()], v.aval)
+                else:
+                    nv = Var(v.aval)
+                    known[nv.id] = o
+                    constvars.append(nv)
+                    consts.append(o)
+                    env[v.id] = nv
+            continue
+        eqns.append(Eqn(e.prim, ins, e.outputs, e.params) if ins != e.inputs else e)
+    return _rebuild(program, eqns, env, constvars), consts
+
+
+# ---------------------------------------------------------------------------------------- AD simplification
+_BROADCASTING = frozenset(("add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "eq", "ne", "lt",
+                           "le", "gt", "ge", "and", "or", "xor"))
+_SHAPE_OPS = frozenset(("broadcast_in_dim", "reshape", "transpose"))
+
+
+def _same(a: ShapedArray, b: ShapedArray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def simplify(program: Program, consts: list) -> tuple[Program, list]:
+    """Remove the identities that autodiff leaves behind: ``x + 0``, ``x - 0``, ``x * 1``, ``x / 1``,
+    ``-(-x)``, ``select_n(p, a, a)``, no-op reshape / transpose / broadcast / convert / reduce_sum, chains of
+    reshapes, transposes and broadcasts, and a broadcast scalar operand of a broadcasting op (numpy broadcasts
+    the scalar itself). ``x * 0`` is left alone (it is not 0 for inf or nan); ``x + 0 -> x`` may turn a ``-0.0``
+    result into ``-0.0`` where IEEE gives ``+0.0`` (as JAX's symbolic zeros do)."""
+    uniform: dict[int, Any] = {}           # var id -> the scalar every element equals
+    producer: dict[int, Eqn] = {}
+    for v, c in zip(program.constvars, consts):
+        raw = np.asarray(c)
+        if raw.shape == ():
+            uniform[v.id] = raw[()]
+    env: dict = {}
+    eqns = []
+
+    def uval(v):
+        return v.val if type(v) is Literal else uniform.get(v.id)
+
+    for e in program.eqns:
+        ins = tuple(_atom(v, env) for v in e.inputs)
+        e = Eqn(e.prim, ins, e.outputs, e.params) if ins != e.inputs else e
+        new = _simplify_eqn(e, uval, producer)
+        if isinstance(new, (Var, Literal)):
+            env[e.outputs[0].id] = new
+            continue
+        if new is not None:
+            e = new
+        if len(e.outputs) == 1:
+            out = e.outputs[0]
+            if e.prim.name in _SHAPE_OPS and uval(e.inputs[0]) is not None:
+                uniform[out.id] = uval(e.inputs[0])
+            elif e.prim.name == "convert_element_type" and uval(e.inputs[0]) is not None:
+                uniform[out.id] = np.asarray(uval(e.inputs[0])).astype(out.aval.dtype)[()]
+            producer[out.id] = e
+        eqns.append(e)
+    return _rebuild(program, eqns, env), consts
+
+
+def _is(val, target) -> bool:
+    return val is not None and bool(np.asarray(val) == target)
+
+
+def _simplify_eqn(e: Eqn, uval: Callable, producer: dict):
+    """A replacement atom for ``e``'s output, a rewritten equation, or ``None``."""
+    name, ins, p = e.prim.name, e.inputs, e.params
+    if len(e.outputs) != 1:
+        return None
+    out = e.outputs[0].aval
+    x = ins[0] if ins else None
+    if name in ("broadcast_in_dim", "reshape", "transpose", "convert_element_type") and _same(x.aval, out):
+        if name != "transpose" or tuple(p["permutation"]) == tuple(range(len(out.shape))):
+            return x
+    if name == "reduce_sum" and not p["axes"]:
+        return x
+    prev = producer.get(x.id) if type(x) is Var else None
+    if prev is not None and prev.prim is e.prim:
+        y = prev.inputs[0]
+        if name == "reshape":
+            return Eqn(e.prim, (y,), e.outputs, p)
+        if name == "transpose":
+            p1, p2 = prev.params["permutation"], p["permutation"]
+            return Eqn(e.prim, (y,), e.outputs, {**p, "permutation": tuple(p1[i] for i in p2)})
+        if name == "broadcast_in_dim":
+            d1, d2 = prev.params["broadcast_dimensions"], p["broadcast_dimensions"]
+            return Eqn(e.prim, (y,), e.outputs, {**p, "broadcast_dimensions": tuple(d2[i] for i in d1)})
+        if name == "neg":
+            return y
+    if name == "select_n" and len(ins) == 3 and ins[1] is ins[2] and _same(ins[1].aval, out):
+        return ins[1]
+    if name in _BROADCASTING and len(ins) == 2:
+        a, b = ins
+        ua, ub = uval(a), uval(b)
+        if name in ("add", "sub") and _is(ub, 0) and _same(a.aval, out):
+            return a
+        if name == "add" and _is(ua, 0) and _same(b.aval, out):
+            return b
+        if name in ("mul", "div") and _is(ub, 1) and _same(a.aval, out):
+            return a
+        if name == "mul" and _is(ua, 1) and _same(b.aval, out):
+            return b
+        # a broadcast scalar operand: let numpy broadcast the scalar instead of materialising the array
+        if ub is not None and type(b) is Var and _same(a.aval, out):
+            return Eqn(e.prim, (a, Literal(ub, ShapedArray((), b.aval.dtype))), e.outputs, p)
+        if ua is not None and type(a) is Var and _same(b.aval, out):
+            return Eqn(e.prim, (Literal(ua, ShapedArray((), a.aval.dtype)), b), e.outputs, p)
+    return None
+
+
+# ------------------------------------------------------------------------------------------ partial eval
+def partial_eval(program: Program, known: list, num_known_outs: int) -> tuple[Program, Program, list[int]]:
+    """Split ``program`` by which inputs are known (the primal/tangent split of a jvp program).
+
+    Equations that read an unknown value are unknown. Returns ``(known_prog, unknown_prog, res_invars)``:
+    ``known_prog`` takes the known inputs and returns the first ``num_known_outs`` outputs followed by the
+    computed residuals; ``unknown_prog`` takes the residuals (first the known inputs listed by position in
+    ``res_invars``, then the computed ones) and the unknown inputs, and returns the remaining outputs.
+    """
+    unknown = {v.id for v, k in zip(program.invars, known) if not k}
+    k_eqns, u_eqns = [], []
+    for e in program.eqns:
+        if any(type(v) is Var and v.id in unknown for v in e.inputs):
+            u_eqns.append(e)
+            unknown.update(v.id for v in e.outputs)
+        else:
+            k_eqns.append(e)
+    k_outs, u_outs = program.outvars[:num_known_outs], program.outvars[num_known_outs:]
+    bad = [v for v in k_outs if type(v) is Var and v.id in unknown]
+    if bad:
+        raise ValueError(f"partial_eval: outputs {bad} were asked of the known part but depend on unknown inputs")
+    consts = {v.id for v in program.constvars}
+    pos = {v.id: i for i, (v, k) in enumerate(zip(program.invars, known)) if k}
+    res, seen = [], set()
+    for v in [x for e in u_eqns for x in e.inputs] + list(u_outs):
+        if type(v) is Var and v.id not in unknown and v.id not in consts and v.id not in seen:
+            seen.add(v.id)
+            res.append(v)
+    res_in = [v for v in res if v.id in pos]
+    res_computed = [v for v in res if v.id not in pos]
+    known_prog = Program(list(program.constvars), [v for v, k in zip(program.invars, known) if k], k_eqns,
+                         list(k_outs) + res_computed)
+    unknown_prog = Program(list(program.constvars),
+                           res_in + res_computed + [v for v, k in zip(program.invars, known) if not k],
+                           u_eqns, list(u_outs))
+    return known_prog, unknown_prog, [pos[v.id] for v in res_in]
+
+
+# ----------------------------------------------------------------------------------------------- pipeline
+PASSES: dict[str, Callable] = {"inline": inline_calls, "simplify": simplify, "fold": fold_constants, "cse": cse,
+                               "dce": dce}
+DEFAULT_PIPELINE = ("inline", "simplify", "fold", "cse", "simplify", "dce")
+
+
+def optimize(program: Program, consts: list, pipeline=DEFAULT_PIPELINE) -> tuple[Program, list]:
+    """Run the named passes in order (the default is what ``jit`` uses).
+
+    Example::
+
+        program, consts = optimize(program, consts)
+        program, consts = optimize(program, consts, pipeline=("dce",))
+    """
+    for name in pipeline:
+        if name not in PASSES:
+            raise ValueError(f"optimize: unknown pass {name!r}; known passes: {sorted(PASSES)}")
+        program, consts = PASSES[name](program, consts)
+    return program, consts
+
+
+__all__ = ["inline_calls", "dce", "cse", "fold_constants", "simplify", "optimize", "partial_eval", "PASSES"]

@@ -1,0 +1,520 @@
+"""``jit``: trace once with abstract values, optimise the program, plan its memory and run generated code.
+
+Compiled programs are cached by pytree structure, avals (with weak types), static arguments, device and the
+primitive-registry version, so a replaced impl takes effect on the next call. Under another transform (or
+inside another ``jit``) a jitted function binds the ``jit`` call primitive, whose jvp, transpose and batching
+rules transform the traced program (derived programs are cached on it), so jit composes with grad, vjp, jvp
+and vmap in every order.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from typing import Any, Callable, Hashable, Sequence
+
+import numpy as np
+
+from flfun import core
+from flfun.array import Array
+from flfun.config import config
+from flfun.core import Primitive, ShapedArray, Tracer, _state, get_aval, register_impl, to_array, wrap
+from flfun.executor import Executable, writes_out
+from flfun.ir import ClosedProgram, Eqn, Literal, Program, Var, eval_program
+from flfun.memory.planner import MemoryPlan, plan_program
+from flfun.passes import optimize, partial_eval
+from flfun.primitives.common import Zero, is_zero, moveaxis_to_front, not_mapped, tangent_aval
+from flfun.transforms.staging import trace_to_program
+from flfun.tree import tree_flatten, tree_leaves, tree_unflatten
+
+DEFAULT_STRATEGY = "auto"
+
+
+# ------------------------------------------------------------------------------------------ closing programs
+def close_program(program: Program, consts: list) -> tuple[ClosedProgram, list]:
+    """Turn traced constants into: literals (scalars), constants (concrete arrays) or, for tracers of outer
+    transforms, leading inputs. Returns the closed program and those tracers."""
+    tracer_vars, tracers, keep_vars, keep_vals, env = [], [], [], [], {}
+    for v, c in zip(program.constvars, consts):
+        if isinstance(c, Tracer):
+            tracer_vars.append(v)
+            tracers.append(c)
+            continue
+        arr = c if type(c) is Array else to_array(c, v.aval.dtype if type(c) in (int, float, bool) else None)
+        if not arr.shape:
+            env[v.id] = Literal(np.asarray(arr)[()], v.aval)
+        else:
+            keep_vars.append(v)
+            keep_vals.append(arr)
+    if env:
+        sub = lambda x: env.get(x.id, x) if type(x) is Var else x  # noqa: E731
+        eqns = [Eqn(e.prim, tuple(sub(x) for x in e.inputs), e.outputs, e.params) for e in program.eqns]
+        outvars = [sub(x) for x in program.outvars]
+    else:
+        eqns, outvars = program.eqns, program.outvars
+    return ClosedProgram(Program(keep_vars, tracer_vars + list(program.invars), eqns, outvars), keep_vals), tracers
+
+
+def trace_closed(fn: Callable, in_avals: list[ShapedArray]) -> ClosedProgram:
+    """Trace ``fn(*tracers) -> list`` into a closed program (used by the call primitive's rules)."""
+    closed, tracers = close_program(*trace_to_program(fn, in_avals, dynamic=True))
+    if tracers:
+        raise core.UnexpectedTracerError("jit: a rule's program captured an outer tracer")
+    return closed
+
+
+def compile_program(closed: ClosedProgram, device=None, donated: tuple = (), strategy: str | None = None
+                    ) -> Executable:
+    """The executable for ``closed`` on ``device`` (cached on the program with the registry version)."""
+    device = device or core.default_device()
+    strategy = strategy or DEFAULT_STRATEGY
+    key = ("exe", device, core.registry_version, config.jit_planned, donated, strategy)
+    exe = closed.cache.get(key)
+    if exe is None:
+        program, consts = optimize(closed.program, closed.consts)
+        plan = plan_program(program, writes_out(device.backend), donated, strategy) if config.jit_planned else None
+        exe = closed.cache[key] = Executable(program, consts, device, plan, donated)
+    return exe
+
+
+# ------------------------------------------------------------------------------------------ call primitive
+jit_p = Primitive("jit", multiple_results=True)
+
+
+@jit_p.def_abstract_eval
+def _jit_abstract_eval(*avals, closed, name, donated):
+    return list(closed.out_avals)
+
+
+def _cached(closed: ClosedProgram, key, make: Callable):
+    hit = closed.cache.get(key)
+    if hit is None:
+        hit = closed.cache[key] = make()
+    return hit
+
+
+def _jvp_split(closed: ClosedProgram, nz: tuple):
+    """jvp of the program, split into a primal program (outputs + residuals) and a linear tangent program."""
+    from flfun.transforms.jvp import jvp_flat
+    avals, n = closed.in_avals, len(closed.in_avals)
+    out_nz: list = []
+
+    def f(*xs):
+        ts = iter(xs[n:])
+        tangents = [next(ts) if z else Zero(tangent_aval(a)) for a, z in zip(avals, nz)]
+        outs, touts = jvp_flat(lambda *a: eval_program(closed.program, closed.consts, a), list(xs[:n]), tangents)
+        out_nz[:] = [not is_zero(t) for t in touts]
+        return list(outs) + [t for t in touts if not is_zero(t)]
+    t_avals = [tangent_aval(a) for a, z in zip(avals, nz) if z]
+    jclosed = trace_closed(f, list(avals) + t_avals)
+    num_out = len(closed.out_avals)
+    known, unknown, res_invars = partial_eval(jclosed.program, [True] * n + [False] * len(t_avals), num_out)
+    return (ClosedProgram(known, jclosed.consts), ClosedProgram(unknown, jclosed.consts), res_invars, num_out,
+            tuple(out_nz))
+
+
+@jit_p.def_jvp
+def _jit_jvp(primals, tangents, *, closed, name, donated):
+    nz = tuple(not is_zero(t) for t in tangents)
+    known, lin, res_invars, num_out, out_nz = _cached(closed, ("jvp", nz), lambda: _jvp_split(closed, nz))
+    outs = jit_p.bind(*primals, closed=known, name=name, donated=())
+    residuals = [primals[i] for i in res_invars] + list(outs[num_out:])
+    nzt = [t for t in tangents if not is_zero(t)]
+    touts = jit_p.bind(*residuals, *nzt, closed=lin, name=f"jvp({name})", donated=()) if any(out_nz) else []
+    it = iter(touts)
+    return outs[:num_out], [next(it) if z else Zero(tangent_aval(a)) for z, a in zip(out_nz, closed.out_avals)]
+
+
+def _transpose_program(closed: ClosedProgram, undef: tuple, ct_nz: tuple):
+    from flfun.transforms.vjp import backward_pass
+    prog = closed.program
+    lin = [v for v, u in zip(prog.invars, undef) if u]
+    nonlin = [v for v, u in zip(prog.invars, undef) if not u]
+    view = Program(list(prog.constvars) + nonlin, lin, prog.eqns, prog.outvars)
+    out_avals = [tangent_aval(v.aval) for v in prog.outvars]
+    in_nz: list = []
+
+    def f(*xs):
+        cts = iter(xs[len(nonlin):])
+        cts_out = [next(cts) if z else Zero(a) for z, a in zip(ct_nz, out_avals)]
+        res = backward_pass(view, list(closed.consts) + list(xs[:len(nonlin)]), cts_out)
+        in_nz[:] = [not is_zero(c) for c in res]
+        return [c for c in res if not is_zero(c)]
+    tclosed = trace_closed(f, [v.aval for v in nonlin] + [a for a, z in zip(out_avals, ct_nz) if z])
+    return tclosed, tuple(in_nz)
+
+
+@jit_p.def_transpose
+def _jit_transpose(cts, *args, closed, name, donated):
+    from flfun.transforms.vjp import UndefinedPrimal
+    undef = tuple(type(a) is UndefinedPrimal for a in args)
+    ct_nz = tuple(not is_zero(c) for c in cts)
+    tclosed, in_nz = _cached(closed, ("transpose", undef, ct_nz), lambda: _transpose_program(closed, undef, ct_nz))
+    known = [a for a, u in zip(args, undef) if not u]
+    outs = iter(jit_p.bind(*known, *[c for c in cts if not is_zero(c)], closed=tclosed,
+                           name=f"transpose({name})", donated=()) if any(in_nz) else [])
+    nzs = iter(in_nz)
+    return [None if not u else (next(outs) if next(nzs) else Zero(a.aval)) for a, u in zip(args, undef)]
+
+
+def _batch_program(closed: ClosedProgram, size: int, axis_name, dims: tuple, in_avals: list):
+    from flfun.transforms.vmap import AxisData, vmap_flat
+    mapped: list = []
+
+    def f(*xs):
+        vals, bdims = vmap_flat(lambda *a: eval_program(closed.program, closed.consts, a), AxisData(size, axis_name),
+                                list(xs), list(dims))
+        mapped[:] = [d is not not_mapped for d in bdims]
+        return [moveaxis_to_front(v, d, size) if d is not not_mapped else v for v, d in zip(vals, bdims)]
+    return trace_closed(f, in_avals), tuple(mapped)
+
+
+@jit_p.def_batch
+def _jit_batch(axis, args, dims, *, closed, name, donated):
+    dims = tuple(dims)
+    key = ("batch", axis.size, axis.name, dims)
+    bclosed, mapped = _cached(closed, key, lambda: _batch_program(closed, axis.size, axis.name, dims,
+                                                                   [get_aval(a) for a in args]))
+    outs = jit_p.bind(*args, closed=bclosed, name=f"vmap({name})", donated=())
+    return outs, [0 if m else not_mapped for m in mapped]
+
+
+def _jit_impl_for(backend: str) -> Callable:
+    def impl(*vals, closed, name, donated):
+        dev = core.default_device()
+        if dev.backend != backend:
+            from flfun.backends import get_backend
+            dev = get_backend(backend).devices[0]
+        return compile_program(closed, dev)(*vals)
+    return impl
+
+
+register_impl(jit_p, "numpy", _jit_impl_for("numpy"))
+register_impl(jit_p, "cupy", _jit_impl_for("cupy"))
+
+
+# --------------------------------------------------------------------------------------------- donation
+class _Donated:
+    """Stands in for the buffer of an Array that was donated to a jitted function."""
+
+    def __getattr__(self, name):
+        raise RuntimeError("this Array was donated to a jitted function (donate_argnums) and its buffer was "
+                           "reused; use the function's outputs instead")
+
+    def __array__(self, *a, **k):
+        self.__getattr__("__array__")
+
+
+_DONATED = _Donated()
+
+
+def _value_refs(leaf) -> int:
+    v = leaf._value
+    return sys.getrefcount(v)
+
+
+_BASE_REFS = _value_refs(wrap(np.empty(1), None))     # an Array's buffer that nothing else references
+
+
+def _take_donated(leaf, others: set):
+    """The raw buffer of a donated Array, reusable in place only if nothing else can see it (else a copy)."""
+    v = leaf._value
+    if v is _DONATED:
+        raise ValueError("jit: a donated argument was already donated (passed twice, or used after donation)")
+    ok = (type(v) is np.ndarray and v.base is None and v.flags.writeable and v.flags.c_contiguous
+          and id(v) not in others and _value_refs(leaf) <= _BASE_REFS + 1)
+    leaf._value = _DONATED
+    return v if ok else np.array(v)
+
+
+def _raw_args(leaves, avals, donated):
+    raw = [None if (i in donated and type(x) is Array) else _raw_arg(x, a)
+           for i, (x, a) in enumerate(zip(leaves, avals))]
+    if donated:
+        others = {id(r) for r in raw if r is not None}
+        for i in donated:
+            if raw[i] is None:
+                raw[i] = _take_donated(leaves[i], others)
+    return raw
+
+
+# ---------------------------------------------------------------------------------------------------- jit
+class _Traced:
+    __slots__ = ("closed", "out_tree", "tracers", "avals")
+
+    def __init__(self, closed, out_tree, tracers, avals):
+        self.closed, self.out_tree, self.tracers, self.avals = closed, out_tree, tracers, avals
+
+
+def _raw_arg(x, aval):
+    if type(x) is Array:
+        return x._value
+    return np.asarray(x, dtype=aval.dtype)
+
+
+class JitFunction:
+    """A function compiled on first call for each new argument signature (see ``jit``)."""
+
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), memory_strategy=None):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.__name__ = getattr(fun, "__name__", type(fun).__name__)
+        as_tuple = lambda x: (x,) if isinstance(x, (int, str)) else tuple(x)  # noqa: E731
+        self.static_argnums, self.static_argnames = as_tuple(static_argnums), as_tuple(static_argnames)
+        self.donate_argnums = as_tuple(donate_argnums)
+        for what, nums in (("static_argnums", self.static_argnums), ("donate_argnums", self.donate_argnums)):
+            if any(not isinstance(i, int) or isinstance(i, bool) for i in nums):
+                raise ValueError(f"jit: {what} must be ints, got {nums!r}")
+        if any(not isinstance(n, str) for n in self.static_argnames):
+            raise ValueError(f"jit: static_argnames must be strings, got {self.static_argnames!r}")
+        try:
+            params = list(inspect.signature(fun).parameters)
+        except (TypeError, ValueError):
+            params = []
+        self.static_argnames += tuple(params[i] for i in self.static_argnums if 0 <= i < len(params))
+        self.static_argnums += tuple(params.index(n) for n in self.static_argnames if n in params
+                                     and params.index(n) not in self.static_argnums)
+        self.memory_strategy = memory_strategy
+        self._traces: dict = {}
+        self._fast: dict = {}
+        self._fast_version = None
+        self.trace_count = 0
+
+    # --- calling
+    def __call__(self, *args, **kwargs):
+        if _state.eager and not kwargs and not self.static_argnums and not self.donate_argnums:
+            version = (core.registry_version, config.jit_planned)
+            if version == self._fast_version:
+                key = []
+                for a in args:
+                    if type(a) is not Array:
+                        break
+                    v = a._value
+                    key += (v.shape, v.dtype, a._device)
+                else:
+                    hit = self._fast.get(tuple(key))
+                    if hit is not None:
+                        exe, out_tree, dev = hit
+                        outs = exe(*[a._value for a in args])
+                        if out_tree is None:
+                            return wrap(outs[0], dev)
+                        return tree_unflatten(out_tree, [wrap(o, dev) for o in outs])
+            else:
+                self._fast.clear()
+                self._fast_version = version
+        return self._call(args, kwargs)
+
+    def _signature(self, args, kwargs):
+        nargs = len(args)
+        static_pos = {i % nargs for i in self.static_argnums if -nargs <= i < nargs}
+        static = []
+        for i in sorted(static_pos):
+            static.append((i, args[i]))
+        for k in sorted(kwargs):
+            if k in self.static_argnames:
+                static.append((k, kwargs[k]))
+        for where, val in static:
+            try:
+                hash(val)
+            except TypeError:
+                what = f"argument {where}" if isinstance(where, int) else f"argument {where!r}"
+                raise ValueError(f"jit: static {what} of {self.__name__} must be hashable, got "
+                                 f"{type(val).__name__} {val!r:.60} (use a tuple instead of a list, or pass it "
+                                 f"as a traced array instead of through static_argnums)") from None
+        dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
+        dyn_kw = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        leaves, in_tree = tree_flatten((dyn, dyn_kw))
+        donate = {i % nargs for i in self.donate_argnums if -nargs <= i < nargs} - static_pos
+        mask = []
+        for i, a in enumerate(args):
+            if i not in static_pos:
+                mask += [i in donate] * len(tree_leaves(a))
+        mask += [False] * (len(leaves) - len(mask))
+        avals = []
+        for i, x in enumerate(leaves):
+            try:
+                avals.append(get_aval(x))
+            except TypeError:
+                raise ValueError(f"jit: argument leaf {i} of {self.__name__} is a {type(x).__name__}, not an "
+                                 f"array; mark it static (static_argnums / static_argnames)") from None
+        return leaves, in_tree, tuple(avals), tuple(static), tuple(i for i, d in enumerate(mask) if d)
+
+    def _trace(self, in_tree, avals, static, args, kwargs) -> _Traced:
+        key = (in_tree, avals, static)
+        hit = self._traces.get(key)
+        if hit is not None:
+            return hit
+        static_pos = {w for w, _ in static if isinstance(w, int)}
+        out_tree = []
+
+        def flat_fun(*leaves):
+            dyn, dyn_kw = tree_unflatten(in_tree, leaves)
+            it = iter(dyn)
+            full = [args[i] if i in static_pos else next(it) for i in range(len(args))]
+            out = self.fun(*full, **{**kwargs, **dyn_kw})
+            out_leaves, td = tree_flatten(out)
+            out_tree.append(td)
+            return out_leaves
+        closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
+        self.trace_count += 1
+        traced = _Traced(closed, out_tree[0], tracers, avals)
+        if not tracers:
+            self._traces[key] = traced
+        return traced
+
+    def _call(self, args, kwargs):
+        leaves, in_tree, avals, static, donated = self._signature(args, kwargs)
+        traced = self._trace(in_tree, avals, static, args, kwargs)
+        eager = _state.eager and not traced.tracers and all(not isinstance(x, Tracer) for x in leaves)
+        if not eager:
+            outs = jit_p.bind(*traced.tracers, *leaves, closed=traced.closed, name=self.__name__, donated=())
+            return tree_unflatten(traced.out_tree, outs)
+        dev = _device_of(leaves)
+        exe = compile_program(traced.closed, dev, donated, self.memory_strategy)
+        outs = exe(*_raw_args(leaves, avals, donated))
+        simple = all(type(x) is Array for x in leaves) and not static and not kwargs and not donated
+        out_tree = None if traced.out_tree.node_type is None else traced.out_tree
+        if simple and _state.eager:
+            key = []
+            for a in leaves:
+                key += (a._value.shape, a._value.dtype, a._device)
+            self._fast[tuple(key)] = (exe, out_tree, dev)
+        return tree_unflatten(traced.out_tree, [wrap(o, dev) for o in outs])
+
+    # --- inspection
+    def lower(self, *args, **kwargs) -> "Lowered":
+        """Trace and optimise for these arguments: ``.ir`` (text), ``.plan`` (memory plan), ``.compile()``."""
+        leaves, in_tree, avals, static, donated = self._signature(args, kwargs)
+        traced = self._trace(in_tree, avals, static, args, kwargs)
+        if traced.tracers:
+            raise ValueError("jit.lower: the function closes over values traced by an outer transform; lower it "
+                             "outside that transform")
+        return Lowered(self, traced, in_tree, _device_of(leaves), donated)
+
+    def _cache_size(self) -> int:
+        return len(self._traces)
+
+    def clear_cache(self) -> None:
+        self._traces.clear()
+        self._fast.clear()
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+
+def _device_of(leaves):
+    dev = None
+    for x in leaves:
+        if type(x) is Array:
+            if dev is None:
+                dev = x._device
+            elif x._device is not dev:
+                raise ValueError(f"jit: arguments live on different devices ({dev} and {x._device}); move them "
+                                 f"with flfun.device_put first")
+    return dev or core.default_device()
+
+
+class Lowered:
+    """A traced and optimised program for one argument signature."""
+
+    def __init__(self, jitted: JitFunction, traced: _Traced, in_tree, device, donated):
+        self.jitted, self.traced, self.in_tree, self.device, self.donated = jitted, traced, in_tree, device, donated
+        self.program, self.consts = optimize(traced.closed.program, traced.closed.consts)
+        self._plans: dict = {}
+
+    @property
+    def ir(self) -> str:
+        """The optimised program as text (stable: variables are named in order of appearance)."""
+        return str(self.program)
+
+    @property
+    def traced_ir(self) -> str:
+        """The program as traced, before the passes."""
+        return str(self.traced.closed.program)
+
+    def plan_with(self, strategy: str) -> MemoryPlan:
+        """The memory plan made by the named strategy."""
+        if strategy not in self._plans:
+            self._plans[strategy] = plan_program(self.program, writes_out(self.device.backend), self.donated,
+                                                 strategy)
+        return self._plans[strategy]
+
+    @property
+    def plan(self) -> MemoryPlan:
+        return self.plan_with(self.jitted.memory_strategy or DEFAULT_STRATEGY)
+
+    def compile(self, strategy: str | None = None) -> "Compiled":
+        exe = compile_program(self.traced.closed, self.device, self.donated,
+                              strategy or self.jitted.memory_strategy)
+        return Compiled(exe, self.traced, self.in_tree, self.device, self.donated)
+
+
+class Compiled:
+    """An executable for one argument signature; call it with the non-static arguments."""
+
+    def __init__(self, exe: Executable, traced: _Traced, in_tree, device, donated):
+        self.executable, self.traced, self.in_tree, self.device, self.donated = exe, traced, in_tree, device, donated
+
+    def __call__(self, *args, **kwargs):
+        leaves, tree = tree_flatten((args, kwargs))
+        if tree != self.in_tree:
+            raise ValueError(f"jit: compiled for arguments of structure {self.in_tree}, but called with a changed "
+                             f"pytree structure {tree}")
+        avals = tuple(get_aval(x) for x in leaves)
+        if avals != self.traced.avals:
+            got = ", ".join(a.str_short() for a in avals)
+            want = ", ".join(a.str_short() for a in self.traced.avals)
+            raise ValueError(f"jit: compiled for arguments ({want}) but called with ({got})")
+        outs = self.executable(*_raw_args(leaves, avals, self.donated))
+        return tree_unflatten(self.traced.out_tree, [wrap(o, self.device) for o in outs])
+
+    @property
+    def plan(self) -> MemoryPlan | None:
+        return self.executable.plan
+
+
+def jit(fun: Callable, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        donate_argnums: int | Sequence[int] = (), memory_strategy: str | None = None) -> JitFunction:
+    """Compile ``fun``: trace it once per argument signature, optimise, plan memory, and run generated code.
+
+    Args:
+        fun: a function of arrays (pytrees allowed) returning arrays (pytrees allowed).
+        static_argnums / static_argnames: arguments that are hashable Python values, not traced (a new value
+            retraces); use them for shapes, flags or anything used in Python control flow.
+        donate_argnums: arguments whose buffers the program may overwrite (their Arrays become unusable).
+        memory_strategy: the planner's offset strategy ('auto', 'naive', 'greedy_by_size', 'best_fit', ...).
+
+    Example::
+
+        >>> f = fl.jit(lambda x, y: fnp.sum(x * y + 1.0))
+        >>> f(fnp.ones(3), fnp.ones(3))
+        Array(6., dtype=float32)
+        >>> print(f.lower(fnp.ones(3), fnp.ones(3)).ir)
+    """
+    if not callable(fun):
+        raise ValueError(f"jit: fun must be callable, got {fun!r:.60}")
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, memory_strategy)
+
+
+def make_ir(fun: Callable, static_argnums: int | Sequence[int] = (), optimized: bool = False) -> Callable:
+    """``make_ir(f)(*args)`` returns ``f``'s program for these arguments (``print`` it for the jaxpr-like text).
+
+    Example::
+
+        >>> print(fl.make_ir(lambda x: fnp.sin(x) * 2.0)(1.0))
+        { lambda ; a:f32[]. let
+            b:f32[] = sin a
+            c:f32[] = mul b 2.0:f32
+          in (c,) }
+    """
+    def make(*args, **kwargs):
+        jf = JitFunction(fun, static_argnums)
+        leaves, in_tree, avals, static, _ = jf._signature(args, kwargs)
+        traced = jf._trace(in_tree, avals, static, args, kwargs)
+        if optimized:
+            return ClosedProgram(*optimize(traced.closed.program, traced.closed.consts))
+        return traced.closed
+    return make
+
+
+__all__ = ["jit", "make_ir", "jit_p", "JitFunction", "Lowered", "Compiled", "compile_program", "close_program"]
