@@ -1,7 +1,7 @@
 """Run-time switches, read from the environment in one place.
 
 ``FLFUN_DEBUG=1`` turns on extra checks; ``FLFUN_JIT_PLANNED=0`` runs jitted programs without the memory
-planner; ``FLFUN_BACKEND`` picks the default backend; ``FLFUN_CPU_DEVICES`` sets the number of CPU devices.
+planner; ``FLFUN_EAGER_TAPE=0`` makes eager grad use linearize + transpose; ``FLFUN_BACKEND`` picks the default backend; ``FLFUN_CPU_DEVICES`` sets the number of CPU devices.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ class Config:
     default_backend: str = os.environ.get("FLFUN_BACKEND", "numpy")
     cpu_devices: int = int(os.environ.get("FLFUN_CPU_DEVICES", "1"))
     tf32: bool = _flag("FLFUN_TF32", False)
+    eager_tape: bool = _flag("FLFUN_EAGER_TAPE", True)   # eager grad on a tape (False: linearize + transpose)
 
 
 config = Config()

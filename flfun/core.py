@@ -18,13 +18,16 @@ from flfun.array import Array
 
 
 # --------------------------------------------------------------------------------------------- abstract values
+_DTYPE_TYPES = frozenset(type(d) for d in dtypes.SUPPORTED)
+
+
 class ShapedArray:
     """What a transform knows about an array: its shape, dtype and whether it is a weak Python scalar."""
     __slots__ = ("shape", "dtype", "weak_type")
 
     def __init__(self, shape, dtype, weak_type: bool = False):
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
+        self.shape = shape if type(shape) is tuple else tuple(int(d) for d in shape)
+        self.dtype = dtype if type(dtype) in _DTYPE_TYPES else np.dtype(dtype)
         self.weak_type = weak_type
 
     ndim = property(lambda self: len(self.shape))
@@ -63,6 +66,10 @@ def is_weak(x) -> bool:
 
 def get_aval(x) -> ShapedArray:
     """The abstract value of an Array, Tracer, numpy array or Python scalar."""
+    t = type(x)
+    if t is Array:
+        v = x._value
+        return ShapedArray(v.shape, v.dtype)
     if isinstance(x, Tracer):
         return x.aval
     if isinstance(x, (Array, np.ndarray, np.generic)):
@@ -105,6 +112,8 @@ class Primitive:
         self.batch: Callable | None = None
         self.inplace: tuple[int, ...] = ()
         self.collective = False   # collectives name mapped axes in params["axes"]
+        self.elementwise = False  # broadcasting elementwise (the eager tape and fusion passes use this)
+        self.elementwise_tangent: Callable | None = None  # unary elementwise: tangent(t, x, out), diagonal J
         _PRIMITIVES[name] = self
 
     def bind(self, *args, **params):

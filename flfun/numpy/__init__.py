@@ -21,3 +21,25 @@ import numpy as _np
 e, pi, inf, nan, newaxis = _np.e, _np.pi, _np.inf, _np.nan, None
 __array_api_version__ = "2024.12"
 del _np
+
+
+def _bind_operators():
+    """Point Array's arithmetic dunders straight at this namespace's functions (one call less on the eager
+    path that benchmark W1 measures)."""
+    import flfun.numpy as ns
+    from flfun.array import Array as A
+    binary = {"add": ns.add, "sub": ns.subtract, "mul": ns.multiply, "truediv": ns.divide,
+              "floordiv": ns.floor_divide, "mod": ns.remainder, "pow": ns.power,
+              "and": ns.bitwise_and, "or": ns.bitwise_or, "xor": ns.bitwise_xor,
+              "lshift": ns.left_shift, "rshift": ns.right_shift}
+    for op, fn in binary.items():
+        setattr(A, f"__{op}__", fn)
+        setattr(A, f"__r{op}__", (lambda f: lambda self, other: f(other, self))(fn))
+    for op, fn in {"lt": ns.less, "le": ns.less_equal, "gt": ns.greater, "ge": ns.greater_equal,
+                   "eq": ns.equal, "ne": ns.not_equal}.items():
+        setattr(A, f"__{op}__", fn)
+    for op, fn in {"neg": ns.negative, "pos": ns.positive, "abs": ns.abs, "invert": ns.invert}.items():
+        setattr(A, f"__{op}__", fn)
+
+
+_bind_operators()

@@ -17,42 +17,44 @@ from flfun.core import _state, wrap
 from flfun.numpy._promote import asarray_like, promote, to_float
 from flfun.primitives import elementwise as lax
 
-_NUMERIC = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-                                          np.uint64, np.float16, np.float32, np.float64))
-_FLOAT = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 
 
-def _binary(prim, lax_fn, name: str, allowed=_NUMERIC, doc: str = ""):
+def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = ""):
     impls = prim.impls
+    new = object.__new__
 
     def op(x1, x2, /):
-        if _state.eager:
-            t1, t2 = type(x1), type(x2)
-            if t1 is Array:
-                v1 = x1._value
+        t1, t2 = type(x1), type(x2)
+        if t1 is Array and t2 is Array:
+            if _state.eager:
+                v1, v2, dev = x1._value, x2._value, x1._device
                 dt = v1.dtype
-                if dt in allowed:
-                    dev = x1._device
-                    if t2 is Array:
-                        if x2._value.dtype is dt and x2._device is dev:
-                            try:
-                                return wrap(impls[dev.backend](v1, x2._value), dev)
-                            except Exception:
-                                pass   # the general path below gives the clear error
-                    elif t2 is float and dt.kind == "f" or t2 is int and dt.kind != "b":
-                        try:
-                            return wrap(impls[dev.backend](v1, dt.type(x2)), dev)
-                        except Exception:
-                            pass
-            elif t2 is Array and (t1 is float or t1 is int):
-                v2 = x2._value
-                dt = v2.dtype
-                if dt in allowed and (t1 is int or dt.kind == "f"):
-                    dev = x2._device
+                if v2.dtype is dt and x2._device is dev and dt.kind in kinds:
                     try:
-                        return wrap(impls[dev.backend](dt.type(x1), v2), dev)
+                        out = impls[dev.backend](v1, v2)
                     except Exception:
-                        pass
+                        pass   # the general path below gives the clear error
+                    else:
+                        a = new(Array)
+                        a._value = out
+                        a._device = dev
+                        return a
+        elif (t1 is Array or t2 is Array) and _state.eager:
+            x, scalar = (x1, x2) if t1 is Array else (x2, x1)
+            ts = type(scalar)
+            v, dev = x._value, x._device
+            dt = v.dtype
+            if dt.kind in kinds and (ts is float and dt.kind == "f" or ts is int and dt.kind != "b"):
+                s = dt.type(scalar)
+                try:
+                    out = impls[dev.backend](v, s) if t1 is Array else impls[dev.backend](s, v)
+                except Exception:
+                    pass
+                else:
+                    a = new(Array)
+                    a._value = out
+                    a._device = dev
+                    return a
         return lax_fn(*promote(name, x1, x2))
     op.__name__ = name
     op.__doc__ = doc or f"Elementwise ``{name}`` with broadcasting and type promotion: ``fnp.{name}(x1, x2)``."
@@ -70,12 +72,12 @@ subtract = _binary(lax.sub_p, lax.sub, "subtract")
 multiply = _binary(lax.mul_p, lax.mul, "multiply")
 maximum = _binary(lax.max_p, lax.max, "maximum")
 minimum = _binary(lax.min_p, lax.min, "minimum")
-_divide = _binary(lax.div_p, lax.div, "divide", allowed=_FLOAT)
+_divide = _binary(lax.div_p, lax.div, "divide", kinds="f")
 
 
 def divide(x1, x2, /):
     """True division; integer inputs are promoted to the default float dtype: ``fnp.divide(1, 2) == 0.5``."""
-    if _state.eager and type(x1) is Array and x1._value.dtype in _FLOAT:
+    if type(x1) is Array and x1._value.dtype.kind == "f" or type(x2) is Array and x2._value.dtype.kind == "f":
         return _divide(x1, x2)
     a, b = promote("divide", x1, x2, to_float=True)
     return lax.div(a, b)

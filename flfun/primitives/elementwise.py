@@ -36,6 +36,7 @@ def _unary(name: str, kinds: str = "float", tangent=None, out_dtype=None) -> Pri
             out = p.bind(x, **params)
             return out, Zero(tangent_aval_of(out)) if is_zero(t) else tangent(t, x, out)
         p.def_jvp(jvp)
+        p.elementwise_tangent = tangent   # J is diagonal: J^T ct = tangent(ct, x, out) (the eager tape uses it)
     return p
 
 
@@ -43,6 +44,7 @@ def _binary(name: str, kinds: str = "num", out_dtype=None) -> Primitive:
     p = Primitive(name)
     p.def_abstract_eval(naryop_abstract_eval(name, kinds, out_dtype))
     p.def_batch(broadcasting_batch(p))
+    p.elementwise = True
     if out_dtype is not None or kinds in ("int", "intbool", "bool"):
         p.def_jvp(zero_jvp(p))
     return p

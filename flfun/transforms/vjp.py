@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from flfun import dtypes
-from flfun.core import ShapedArray, get_aval, missing_rule
+from flfun.array import Array
+from flfun.config import config
+from flfun.core import ShapedArray, _state, get_aval, missing_rule
 from flfun.ir import Literal, Program
 from flfun.primitives.common import Zero, instantiate, is_zero
 from flfun.transforms.jvp import flatten_fun, linearize_flat
@@ -77,6 +79,15 @@ def backward_pass(program: Program, consts: list, cts_out: Sequence) -> list:
 
 
 def vjp_flat(f: Callable, primals: list):
+    """``(outputs, f_vjp)`` for a flat function: on the eager tape when nothing is being traced and every
+    primal is concrete (fast), else by linearize + transpose (works under any transform)."""
+    if _state.eager and config.eager_tape and all(type(p) is Array for p in primals):
+        from flfun.transforms.tape import tape_vjp_flat
+        return tape_vjp_flat(f, primals)
+    return vjp_flat_linearized(f, primals)
+
+
+def vjp_flat_linearized(f: Callable, primals: list):
     outs, program, consts, zero_out, _ = linearize_flat(f, primals)
 
     def f_vjp(cts: list) -> list:
