@@ -30,8 +30,8 @@ def _arr(x):
 
 
 # ------------------------------------------------------------------------------------------------ index parsing
-# Parsed entries: ("new",) | ("slice", dim, start, step, count) | ("int", dim, i) | ("adv", dims, array)
-# where an "adv" array is a host numpy int array (wrapped, checked) or a traced one, and dims has 0 or 1 entry.
+# Parsed entries: ("new",) | ("slice", dim, start, step, count) | ("int", dim, i) | ("adv", dims, array) |
+# ("ellipsis",) (only when it stands for no dims), where an "adv" array is a host numpy int array (wrapped, checked) or a traced one, and dims has 0 or 1 entry.
 
 def _classify(item):
     """(kind, payload, number of dims it consumes) for one index item."""
@@ -107,6 +107,8 @@ def _parse(shape, idx, mode) -> list:
     entries, dim = [], 0
     for kind, val, count in items:
         if kind == "ellipsis":
+            if used == len(shape):
+                entries.append(("ellipsis",))   # no dims, but it still separates advanced indices (numpy)
             for _ in range(len(shape) - used):
                 entries.append(("slice", dim, 0, 1, shape[dim]))
                 dim += 1
@@ -155,7 +157,7 @@ def _layout(entries):
         if e[0] == "adv":
             if "A" not in tokens:
                 tokens.append("A")
-        elif e[0] != "int":
+        elif e[0] not in ("int", "ellipsis"):
             tokens.append("N" if e[0] == "new" else e)
     if pos and pos[-1] - pos[0] + 1 != len(pos):     # advanced indices apart: their dims go first
         tokens = ["A"] + [t for t in tokens if t != "A"]

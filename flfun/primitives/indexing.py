@@ -5,7 +5,7 @@ positions along ``axes[k]``, the remaining operand dims carried whole. Negative 
 from __future__ import annotations
 
 from flfun import dtypes
-from flfun.core import Primitive, ShapedArray, bind, is_weak, short
+from flfun.core import Primitive, ShapedArray, bind, get_aval, is_weak, short
 from flfun.primitives.common import (Zero, instantiate, is_zero, moveaxis, moveaxis_to_front, not_mapped,
                                      tangent_aval_of)
 
@@ -19,7 +19,8 @@ def _undef(x) -> bool:
 
 
 def _aval_of(x):
-    return x.aval if _undef(x) else x
+    """The aval of a rule operand: an ``UndefinedPrimal``, an array, or a raw Python scalar primal."""
+    return x.aval if _undef(x) else get_aval(x)
 
 
 def _gather_shape(op: str, operand, indices, axes, batch_dims, mode) -> tuple[int, ...]:
@@ -139,12 +140,14 @@ def _scatter_abstract_eval(operand, indices, updates, *, axes, batch_dims, mode,
     return ShapedArray(operand.shape, operand.dtype, is_weak(operand))
 
 
-def _zeros_like(aval):
+def _zeros_like(x):
+    aval = _aval_of(x)
     return instantiate(Zero(ShapedArray(aval.shape, aval.dtype)))
 
 
-def _ones_like(aval):
+def _ones_like(x):
     from flfun.primitives.shape import full
+    aval = _aval_of(x)
     return full(aval.shape, 1, aval.dtype)
 
 
@@ -199,7 +202,7 @@ def _scatter_transpose(ct, operand, indices, updates, *, axes, batch_dims, mode,
     if op == "add":
         ct_op = ct
     elif op == "set":      # overwritten positions do not reach the output
-        ct_op = scatter(ct, indices, _zeros_like(_aval_of(updates)), op="set", **kw)
+        ct_op = scatter(ct, indices, _zeros_like(updates), op="set", **kw)
     else:                  # mul with known updates scales each position: a diagonal map
         ct_op = scatter(ct, indices, updates, op="mul", **kw)
     return [ct_op, None, ct_upd]
