@@ -131,6 +131,7 @@ class Primitive:
 
     def def_jvp(self, fn: Callable) -> Callable:
         self.jvp = fn
+        self.elementwise_tangent = None  # a derived shortcut must never outlive the rule it came from
         return fn
 
     def def_transpose(self, fn: Callable) -> Callable:
@@ -343,7 +344,7 @@ def find_top_trace(prim: Primitive, args, params) -> Trace:
 
 def full_raise(trace: Trace, val):
     if not isinstance(val, Tracer):
-        return trace.pure(val)
+        return trace.pure(val if isinstance(val, Array) else to_array(val))
     m = val._trace.main
     if m is trace.main:
         return val

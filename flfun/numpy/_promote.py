@@ -30,6 +30,10 @@ def dtype_and_weak(x):
 
 def promote(op: str, *args, to_float: bool = False):
     """Convert ``args`` to arrays of their common dtype (a float one with ``to_float``)."""
+    if len(args) == 2 and isinstance(args[0], Array) and isinstance(args[1], Array):
+        d0 = args[0].dtype
+        if d0 == args[1].dtype and (not to_float or d0.kind == "f") and is_weak(args[0]) == is_weak(args[1]):
+            return args
     dt, weak = dtypes.result_type(*[dtype_and_weak(a) for a in args])
     if to_float and not dtypes.is_float(dt):
         dt = dtypes.DEFAULT_FLOAT

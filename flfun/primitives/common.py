@@ -46,7 +46,7 @@ _KINDS = {"float": "f", "int": "iu", "bool": "b", "num": "iuf", "intbool": "iub"
 def check_kinds(op: str, kinds: str, *avals) -> None:
     allowed = _KINDS[kinds]
     for a in avals:
-        if np.dtype(a.dtype).kind not in allowed:
+        if a.dtype.kind not in allowed:
             what = {"f": "floating", "iu": "integer", "b": "boolean", "iuf": "numeric",
                     "iub": "integer or boolean", "iufb": "any"}[allowed]
             raise TypeError(f"{op}: requires {what} operands, got {short(a)}")
@@ -79,7 +79,9 @@ def naryop_abstract_eval(op: str, kinds: str, out_dtype=None) -> Callable:
                 raise TypeError(f"{op}: operands must have the same dtype, got "
                                 f"{' and '.join(short(a) for a in avals)} (flfun.numpy promotes; lax does not)")
         check_kinds(op, kinds, *avals)
-        shape = avals[0].shape if len(avals) == 1 else broadcast_shapes(op, *avals)
+        shape = avals[0].shape
+        if len(avals) > 1 and any(a.shape != shape for a in avals[1:]):
+            shape = broadcast_shapes(op, *avals)
         weak = all(is_weak(a) for a in avals)
         return ShapedArray(shape, d0 if out_dtype is None else out_dtype, weak and out_dtype is None)
     return rule

@@ -1,0 +1,96 @@
+"""Bad input gets a clear error naming the operation and the offending shapes, dtypes or arguments."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flfun as fl
+import flfun.numpy as fnp
+from flfun import lax
+
+
+def test_mismatched_shapes():
+    with pytest.raises(TypeError, match=r"add: shapes do not broadcast: f32\[3\] and f32\[4\]"):
+        fnp.ones(3) + fnp.ones(4)
+    with pytest.raises(TypeError, match=r"add: shapes do not broadcast"):
+        fl.grad(lambda x: fnp.sum(x + fnp.ones(4)))(fnp.ones(3))
+    with pytest.raises(TypeError, match=r"reshape: cannot reshape f32\[2,3\]"):
+        lax.reshape(fnp.ones((2, 3)), (4,))
+
+
+def test_bad_axes():
+    with pytest.raises(ValueError, match="sum: axis 2 is out of bounds for an array of rank 2"):
+        fnp.sum(fnp.ones((2, 3)), axis=2)
+    with pytest.raises(ValueError, match="repeated axis"):
+        fnp.sum(fnp.ones((2, 3)), axis=(0, 0))
+    with pytest.raises(TypeError, match=r"reduce_sum: axes \(3,\)"):
+        lax.reduce_sum(fnp.ones((2, 3)), (3,))
+
+
+def test_bad_dtypes():
+    with pytest.raises(TypeError, match=r"add: operands must have the same dtype, got f32\[2\] and i64\[2\]"):
+        lax.add(fnp.ones(2), fnp.asarray([1, 2]))
+    with pytest.raises(TypeError, match=r"exp: requires floating operands, got i64\[2\]"):
+        lax.exp(fnp.asarray([1, 2]))
+    with pytest.raises(TypeError, match="bitwise_and: requires integer or boolean inputs"):
+        fnp.bitwise_and(fnp.ones(2), fnp.ones(2))
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        fnp.zeros(2, dtype="complex64")
+
+
+def test_grad_of_non_scalar_and_integer_input():
+    with pytest.raises(TypeError, match=r"grad: the function must return a float scalar, got f32\[3\]"):
+        fl.grad(lambda x: x * 2)(fnp.ones(3))
+    with pytest.raises(TypeError, match="grad: argument 0 has dtype int64; grad requires floating-point"):
+        fl.grad(lambda x: fnp.sum(x))(fnp.asarray([1, 2]))
+    with pytest.raises(ValueError, match="grad: argnums 3 out of range"):
+        fl.grad(lambda x: x, argnums=3)(1.0)
+
+
+def test_tracer_used_outside_its_transform():
+    leaked = []
+
+    def f(x):
+        leaked.append(x)
+        return x * 2
+    fl.grad(f)(1.0)
+    with pytest.raises(fl.UnexpectedTracerError, match="leaked"):
+        leaked[0] + 1.0
+    fl.vmap(f)(fnp.ones(2))
+    with pytest.raises(fl.UnexpectedTracerError, match="used after the transform that created it"):
+        fnp.sin(leaked[1])
+
+
+def test_python_control_flow_on_traced_value():
+    def f(x):
+        if x > 0:
+            return x
+        return -x
+    with pytest.raises(fl.ConcretizationError, match=r"Python control flow .* fnp.where|flfun.numpy.where"):
+        fl.vmap(f)(fnp.ones(3))
+    with pytest.raises(fl.ConcretizationError, match="static_argnums"):
+        fl.grad(lambda x: float(x))(1.0)
+
+
+def test_immutability_and_conversion_errors():
+    x = fnp.ones(3)
+    with pytest.raises(TypeError, match=r"immutable; use x = x.at\[idx\].set\(value\)"):
+        x[0] = 2.0
+    with pytest.raises(TypeError, match="only arrays with one element"):
+        float(x)
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(x)
+    a = np.ones(3, np.float32)
+    y = fnp.asarray(a)
+    a[0] = 5.0
+    assert float(y[0]) == 1.0                       # the Array copied the numpy buffer
+    view = np.asarray(y)
+    with pytest.raises(ValueError):
+        view[0] = 3.0                               # and hands out read-only views
+
+
+def test_jvp_argument_errors():
+    with pytest.raises(ValueError, match=r"jvp: tangent 0 has aval f32\[2\] but its primal has f32\[3\]"):
+        fl.jvp(fnp.sin, (fnp.ones(3),), (fnp.ones(2),))
+    with pytest.raises(TypeError, match="primals and tangents must be tuples"):
+        fl.jvp(fnp.sin, fnp.ones(3), fnp.ones(3))
