@@ -34,20 +34,15 @@ def _norm_dims(dimensions, rank: int) -> tuple[int, ...]:
 
 
 def full(shape, fill_value, dtype):
-    """An array of ``shape`` filled with ``fill_value``: ``lax.full((2, 3), 0.0, 'float32')``."""
-    from flfun.core import Tracer
-    from flfun.array import Array
+    """An array of ``shape`` filled with a scalar or 0-d array: ``lax.full((2, 3), 0.0, 'float32')``."""
+    from flfun.array import Array          # Tracers are Arrays too
     dtype = dtypes.canonicalize(dtype)
-    if isinstance(fill_value, (Array, Tracer)):
+    if not isinstance(fill_value, Array):
+        fill_value = to_array(fill_value, dtype)
+    elif fill_value.dtype != dtype:
         from flfun.primitives.elementwise import convert_element_type
-        scalar = fill_value if fill_value.dtype == dtype else convert_element_type(fill_value, dtype)
-    else:
-        scalar = to_array(fill_value, dtype)
-    return broadcast_in_dim(scalar, tuple(shape), ())
-
-
-def _zeros(shape, dtype):
-    return full(shape, 0, dtype)
+        fill_value = convert_element_type(fill_value, dtype)
+    return broadcast_in_dim(fill_value, tuple(shape), ())
 
 
 # -------------------------------------------------------------------------------------------- broadcast_in_dim
@@ -342,7 +337,7 @@ def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
     # pad the cotangent back: low = start, interior = stride - 1, high = whatever is left after the last element
     cfg = tuple((s, d - (s + (c - 1) * st + 1), st - 1) if c else (s, d - s, 0)
                 for s, st, d, c in zip(start_indices, strides, x.aval.shape, ct.shape))
-    return [pad(ct, _zeros((), ct.dtype), cfg)]
+    return [pad(ct, full((), 0, ct.dtype), cfg)]
 
 
 @slice_p.def_batch
@@ -407,7 +402,7 @@ def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
 def _dynamic_slice_transpose(ct, x, *idx, slice_sizes):
     if any(_undef(i) for i in idx):
         raise TypeError("dynamic_slice: start indices are not linear inputs")
-    return [dynamic_update_slice(_zeros(x.aval.shape, ct.dtype), ct, idx)] + [None] * len(idx)
+    return [dynamic_update_slice(full(x.aval.shape, 0, ct.dtype), ct, idx)] + [None] * len(idx)
 
 
 def _batched_starts(idx, dims, x_shape, sizes, size: int) -> list:
@@ -487,7 +482,7 @@ def _dynamic_update_slice_transpose(ct, x, update, *idx):
     if any(_undef(i) for i in idx):
         raise TypeError("dynamic_update_slice: start indices are not linear inputs")
     u_shape = _shape_of(update)
-    ct_x = dynamic_update_slice(ct, _zeros(u_shape, ct.dtype), idx) if _undef(x) else None
+    ct_x = dynamic_update_slice(ct, full(u_shape, 0, ct.dtype), idx) if _undef(x) else None
     ct_u = dynamic_slice(ct, idx, u_shape) if _undef(update) else None
     return [ct_x, ct_u] + [None] * len(idx)
 
@@ -564,7 +559,7 @@ def _pad_transpose(ct, x, pv, *, padding_config):
     from flfun.primitives.reduce import reduce_sum
     # undo negative (cropping) padding by padding back with zeros, then take the strided interior
     crop = tuple((max(-lo, 0), max(-hi, 0), 0) for lo, hi, _ in padding_config)
-    full_ct = pad(ct, _zeros((), ct.dtype), crop) if any(a or b for a, b, _ in crop) else ct
+    full_ct = pad(ct, full((), 0, ct.dtype), crop) if any(a or b for a, b, _ in crop) else ct
     starts = tuple(max(lo, 0) for lo, _, _ in padding_config)
     limits = tuple(n - max(hi, 0) for n, (_, hi, _) in zip(full_ct.shape, padding_config))
     ct_x = slice(full_ct, starts, limits, tuple(i + 1 for _, _, i in padding_config))
@@ -584,7 +579,7 @@ def _pad_batch(axis, args, dims, *, padding_config):
     if dpv is not_mapped:
         return pad(x, pv, config), 0
     # a mapped padding value: pad with zeros, then select it where the padding went
-    out = pad(x, _zeros((), x.dtype), config)
+    out = pad(x, full((), 0, x.dtype), config)
     where = pad(full(x.shape[1:], False, dtypes.bool_), full((), True, dtypes.bool_), padding_config)
     return select_n(where, out, broadcast_in_dim(pv, out.shape, (0,))), 0
 

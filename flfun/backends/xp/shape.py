@@ -26,11 +26,11 @@ def impls(xp) -> dict:
                      ((min(max(int(i), 0), d - n), n) for i, d, n in zip(idx, x_shape, sizes)))
 
     def dynamic_slice(x, *idx, slice_sizes):
-        return x[window(xp.shape(x), idx, slice_sizes)]
+        return x[window(x.shape, idx, slice_sizes)]
 
     def dynamic_update_slice(x, update, *idx):
         out = xp.array(x, copy=True)
-        out[window(out.shape, idx, xp.shape(update))] = update
+        out[window(out.shape, idx, update.shape)] = update
         return out
 
     def pad(x, pv, *, padding_config):
