@@ -228,12 +228,12 @@ from beartype import beartype as _beartype  # noqa: E402
 
 
 @jaxtyped(typechecker=_beartype)
-def _scores(x: Float[Array, "batch dim"], w: Float[Array, " dim"]) -> Float[Array, " batch"]:
+def _scores(x: Float[Array, "batch dim"], w: Float[Array, " dim"]) -> Float[Array, " batch"]:  # noqa: F722
     return fnp.sum(x * w, axis=1)
 
 
 @jaxtyped(typechecker=_beartype)
-def _count(x: Int[Array, " n"]) -> Int[Array, ""]:
+def _count(x: Int[Array, " n"]) -> Int[Array, ""]:  # noqa: F722
     return fnp.sum(x)
 
 

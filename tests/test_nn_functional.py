@@ -157,7 +157,7 @@ def test_one_hot_errors_and_vmap():
         F.one_hot(fnp.asarray([0]), -1)
     with pytest.raises(ValueError, match="one_hot: num_classes must be a concrete int, got 2.5"):
         F.one_hot(fnp.asarray([0]), 2.5)
-    check_vmap(lambda l: F.one_hot(l, 4), (np.array([[0, 3], [1, 2]]),))
+    check_vmap(lambda labels: F.one_hot(labels, 4), (np.array([[0, 3], [1, 2]]),))
 
 
 def test_standardize():

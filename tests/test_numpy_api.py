@@ -524,3 +524,30 @@ def test_namespace_info():
         info.dtypes(kind="floats")
     assert fnp.__array_api_version__ == "2024.12"
     assert fnp.ones(2).__array_namespace__() is fnp
+
+
+# ================================================================================================ transforms
+def test_creation_and_manipulation_under_jit_and_vmap():
+    from flfun.transforms.jit import jit
+    from flfun.nn import functional as F
+
+    def f(x):
+        parts = [fnp.roll(x, 1), fnp.flip(x), fnp.repeat(x, [1, 2, 0]), fnp.tile(x, 2), fnp.linspace(0.0, 1.0, 3),
+                 fnp.arange(2.0), fnp.asarray([fnp.sum(x), 2.0]),
+                 fnp.ravel(fnp.tril(fnp.ones((2, 2)))), fnp.ravel(fnp.eye(2, k=1)), F.softmax(x)]
+        return fnp.concat(parts) * fnp.sum(fnp.zeros_like(x) + 1.0)
+    x = fnp.arange(3.0)
+    np.testing.assert_allclose(np.asarray(jit(f)(x)), np.asarray(f(x)), rtol=1e-6)
+    check_vmap(f, (np.arange(6.0).reshape(2, 3),))
+    g = jit(lambda s: fnp.linspace(s, 2 * s, 3))(fnp.asarray(1.0))
+    np.testing.assert_allclose(np.asarray(g), [1.0, 1.5, 2.0])
+
+
+def test_device_argument():
+    from flfun.backends.base import Device
+    other = Device("cpu", 7, "numpy", np)
+    for x in (fnp.zeros(2, device=other), fnp.asarray([1.0], device=other), fnp.arange(3, device=other),
+              fnp.eye(2, device=other), fnp.full_like(fnp.ones(2), 3.0, device=other)):
+        assert x.device is other
+    assert fnp.asarray(fnp.zeros(2, device=other)).device is other
+    assert fnp.ones(2).device is fnp.__array_namespace_info__().default_device()

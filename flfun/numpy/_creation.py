@@ -1,12 +1,13 @@
 """Array creation for ``flfun.numpy``: asarray, zeros, ones, full, arange, linspace, eye, meshgrid, tril, ...
 
 Default dtypes are float32 and int64; numpy inputs keep their dtype. Arrays are immutable, so creation from
-mutable host data (numpy arrays, lists) copies, and ``copy`` is the identity.
+mutable host data (numpy arrays, lists) copies, and ``fnp.copy`` is the identity.
 """
 from __future__ import annotations
 
 import math
 import operator
+
 import numpy as np
 
 from flfun import dtypes
@@ -300,7 +301,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
     return _to_device(out if out.dtype == dtype else lax.convert_element_type(out, dtype), device)
 
 
-def _floatoperands(op, *xs, dtype=None):
+def _float_operands(op, *xs, dtype=None):
     from flfun.numpy._promote import promote
     arrs = promote(op, *[asarray(x) if isinstance(x, (list, tuple)) else x for x in xs], to_float=True)
     if dtype is not None and dtypes.is_float(dtype):
@@ -326,7 +327,7 @@ def linspace(start, stop, /, num: int = 50, *, dtype=None, device=None, endpoint
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
     dt = None if dtype is None else dtypes.canonicalize(dtype)
-    a, b = _floatoperands("linspace", start, stop, dtype=dt)
+    a, b = _float_operands("linspace", start, stop, dtype=dt)
     shape = tuple(np.broadcast_shapes(a.shape, b.shape))
     out_shape = (num, *shape)
     lead = tuple(range(1, len(out_shape)))
@@ -372,7 +373,7 @@ def logspace(start, stop, /, num: int = 50, *, endpoint: bool = True, base: floa
     dt = None if dtype is None else dtypes.canonicalize(dtype)
     work = dt if dt is not None and dtypes.is_float(dt) else None
     y = linspace(start, stop, num, endpoint=endpoint, axis=axis, dtype=work, device=device)
-    out = power(base, y) if type(base) in (int, float) else power(*_floatoperands("logspace", base, y))
+    out = power(base, y) if type(base) in (int, float) else power(*_float_operands("logspace", base, y))
     if dt is not None and dt != out.dtype:
         out = lax.convert_element_type(lax.floor(out) if dtypes.is_int(dt) else out, dt)
     return out
@@ -482,7 +483,7 @@ def diag(v, /, k: int = 0) -> Array:
 def diagflat(v, /, k: int = 0) -> Array:
     """A 2-D array with the flattened ``v`` on its ``k``-th diagonal: ``fnp.diagflat(fnp.ones((2, 2)))``."""
     v = asarray(v) if not isinstance(v, Array) else v
-    return diag(lax_shape.reshape(v, (v.size if not isinstance(v, Tracer) else int(np.prod(v.shape)),)), k)
+    return diag(lax_shape.reshape(v, (v.size,)), k)
 
 
 def meshgrid(*arrays, indexing: str = "xy", sparse: bool = False) -> list[Array]:

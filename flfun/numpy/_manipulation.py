@@ -107,7 +107,13 @@ def transpose(x, /, axes: Sequence[int] | None = None) -> Array:
 
 
 def matrix_transpose(x, /) -> Array:
-    """Swap the last two axes (a stack of matrices): ``fnp.matrix_transpose(fnp.ones((5, 2, 3))).shape == (5, 3, 2)``."""
+    """Swap the last two axes of a stack of matrices.
+
+    Example::
+
+        >>> fnp.matrix_transpose(fnp.ones((5, 2, 3))).shape
+        (5, 3, 2)
+    """
     x = _arr(x)
     if x.ndim < 2:
         raise ValueError(f"matrix_transpose: x must have at least 2 dimensions, got {short(x)}")
