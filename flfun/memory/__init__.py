@@ -67,6 +67,7 @@ def get_allocator(device=None) -> Allocator:
     alloc = _CURRENT.get(key)
     if alloc is None:
         alloc = _CURRENT[key] = DirectAllocator(device=device)
+        alloc._cupy_default = True   # installing it again on a GPU hands cupy back its own memory pool
     return alloc
 
 

@@ -57,9 +57,7 @@ class CupyMemory(RawMemory):
     def alloc(self, nbytes: int):
         cp = self.cupy
         with cp.cuda.Device(self.device_id):
-            mp = cp.cuda.memory.MemoryPointer(cp.cuda.memory.UnownedMemory(0, 0, None), 0) if nbytes == 0 else \
-                cp.cuda.Memory(nbytes)
-        mem = mp if isinstance(mp, cp.cuda.MemoryPointer) else cp.cuda.MemoryPointer(mp, 0)
+            mem = cp.cuda.MemoryPointer(cp.cuda.Memory(max(nbytes, 1)), 0)   # raw cudaMalloc, not cupy's pool
         return mem.ptr, mem
 
     def buffer(self, handle, offset: int, nbytes: int):
@@ -443,8 +441,10 @@ class CachingAllocator(BaseAllocator):
     Research knobs:
       * ``max_split_size``: blocks of at least this size are "oversize": a cached oversize block is never split,
         never serves a request below the limit, and serves a larger request only if it wastes less than
-        ``oversize_slack`` (20 MiB). On memory pressure whole oversize segments are released first. This is the
-        Flashlight policy that PyTorch adopted as ``max_split_size_mb``.
+        ``oversize_slack`` (20 MiB, or ``max_split_size`` if smaller). On memory pressure whole oversize
+        segments are released first. This is the Flashlight policy that PyTorch adopted as
+        ``max_split_size_mb`` (which PyTorch requires to exceed 20 MiB; here smaller limits also work: segments
+        for below-limit requests stay below the limit, and oversize requests get segments of their own size).
       * ``recycling_size_limit``: cached blocks of at least this size are never reused; a whole segment of that
         size returns to the backend when freed (Flashlight's ``recyclingSizeLimit``).
       * ``roundup_power2_divisions``: an int, ``{min_size: divisions}`` or ``fn(size) -> divisions``; sizes
@@ -483,7 +483,9 @@ class CachingAllocator(BaseAllocator):
         self.__dict__.update(geometry)
         self.max_split_size = max_split_size
         self.recycling_size_limit = recycling_size_limit
-        self.oversize_slack = large_buffer if oversize_slack is None else oversize_slack
+        if oversize_slack is None:
+            oversize_slack = large_buffer if max_split_size is None else min(large_buffer, max_split_size)
+        self.oversize_slack = oversize_slack
         self.roundup_power2_divisions = _divisions_fn(roundup_power2_divisions)
         self.pools = {"small_pool": _Pool(), "large_pool": _Pool()}
 
@@ -500,14 +502,16 @@ class CachingAllocator(BaseAllocator):
 
     def allocation_size(self, size: int) -> int:
         """The segment size requested from the backend for a block of ``size``."""
+        rounded = -(-size // self.round_large) * self.round_large
         if size <= self.small_size:
-            seg = self.small_buffer
-        elif size < self.min_large_alloc:
-            seg = self.large_buffer
-        else:
-            seg = -(-size // self.round_large) * self.round_large
-        if self.max_split_size is not None and size < self.max_split_size <= seg and size > self.small_size:
-            seg = size   # a segment for a below-limit request stays below the limit, so it can be reused
+            return self.small_buffer
+        limit = self.max_split_size
+        if limit is not None and size >= limit:
+            return rounded   # an oversize block is never split: a bigger segment would only be waste
+        seg = self.large_buffer if size < self.min_large_alloc else rounded
+        if limit is not None and seg >= limit:
+            # a segment for a below-limit request stays below the limit, so that it can be split and reused
+            seg = size
         return seg
 
     def _pool_of(self, size: int) -> str:

@@ -483,3 +483,29 @@ def to_memory_viz(trace: Trace, path: str, allocator: Allocator | None = None) -
         with open(path, "w") as f:
             json.dump(snapshot, f)
     return snapshot
+
+
+def min_capacity(trace: Trace, make_allocator: Callable[[int], Allocator], *, granularity: int = 2 << 20,
+                 hi: int | None = None) -> int:
+    """The smallest capacity (to ``granularity``) under which ``trace`` replays without an OOM, by bisection.
+
+    ``make_allocator(capacity)`` builds a fresh allocator. Fragmentation is the gap between this and the trace's
+    peak live bytes (OOM-freedom is not strictly monotone in capacity; bisection finds one boundary).
+
+    Example::
+
+        need = min_capacity(trace, lambda cap: CachingAllocator(memory="virtual", capacity=cap))
+    """
+    lo = int(trace.live_bytes().max(initial=0)) // granularity   # never enough below the live peak
+    if hi is None:
+        hi = replay(trace, make_allocator(None)).summary()["peak_reserved"]
+    hi = -(-int(hi) // granularity)
+
+    def fits(units: int) -> bool:
+        return not replay(trace, make_allocator(units * granularity)).ooms
+    while not fits(hi):
+        hi *= 2
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi * granularity
