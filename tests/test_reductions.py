@@ -285,3 +285,20 @@ def test_vmap_of_numpy_reductions(name):
     x = np.random.default_rng(0).standard_normal((3, 4, 5))
     kw = {"axis": -1} if name != "argmax" else {}
     check_vmap(lambda v: getattr(fnp, name)(v, **kw), (x,), in_axes=1, atol=1e-12, rtol=1e-12)
+
+
+class _OtherXP:
+    """numpy under another name: exercises the impls' path for array modules without ufunc.accumulate (cupy)."""
+    __name__ = "other"
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+@given(x=_any_array(shapes(min_dims=1, max_dims=3), dtypes=("float32", "int32")), data=st.data())
+def test_scan_impl_without_ufunc_accumulate(name, x, data):
+    from flfun.backends.xp.reduce import impls
+    axis, reverse = data.draw(st.integers(0, x.ndim - 1)), data.draw(st.booleans())
+    got = impls(_OtherXP())[name](x, axis=axis, reverse=reverse)
+    np.testing.assert_array_equal(got, impls(np)[name](x, axis=axis, reverse=reverse))
