@@ -11,6 +11,7 @@ from flfun.core import (ConcretizationError, Primitive, ShapedArray, UnexpectedT
 from flfun.primitives import impl_override
 from flfun.primitives.elementwise import stop_gradient
 from flfun.transforms.jacobians import hessian, jacfwd, jacrev
+from flfun.transforms.jit import jit, make_ir
 from flfun.transforms.jvp import jvp, linearize
 from flfun.transforms.vjp import grad, value_and_grad, vjp
 from flfun.transforms.vmap import vmap
@@ -25,5 +26,5 @@ __all__ = [
     "config", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap",
     "stop_gradient", "get_aval", "register_pytree_node", "register_dataclass", "tree_map", "tree_flatten",
     "tree_unflatten", "tree_leaves", "tree_structure", "ConcretizationError", "UnexpectedTracerError",
-    "numpy", "lax",
+    "numpy", "lax", "jit", "make_ir",
 ]

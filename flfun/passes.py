@@ -163,11 +163,20 @@ def _same(a: ShapedArray, b: ShapedArray) -> bool:
 def simplify(program: Program, consts: list) -> tuple[Program, list]:
     """Remove the identities that autodiff leaves behind: ``x + 0``, ``x - 0``, ``x * 1``, ``x / 1``,
     ``-(-x)``, ``select_n(p, a, a)``, no-op reshape / transpose / broadcast / convert / reduce_sum, chains of
-    reshapes, transposes and broadcasts, and a broadcast scalar operand of a broadcasting op (numpy broadcasts
-    the scalar itself). ``x * 0`` is left alone (it is not 0 for inf or nan); ``x + 0 -> x`` may turn a ``-0.0``
+    reshapes, transposes and broadcasts, a broadcast scalar operand of a broadcasting op or select (numpy
+    broadcasts the scalar itself), and ``transpose(dot_general(a, b))`` as ``dot_general(b, a)`` (the transpose
+    rule of dot_general leaves these; the swapped product writes its layout directly). ``x * 0`` is left alone (it is not 0 for inf or nan); ``x + 0 -> x`` may turn a ``-0.0``
     result into ``-0.0`` where IEEE gives ``+0.0`` (as JAX's symbolic zeros do)."""
     uniform: dict[int, Any] = {}           # var id -> the scalar every element equals
     producer: dict[int, Eqn] = {}
+    uses: dict[int, int] = {}
+    for e in program.eqns:
+        for v in e.inputs:
+            if type(v) is Var:
+                uses[v.id] = uses.get(v.id, 0) + 1
+    for v in program.outvars:
+        if type(v) is Var:
+            uses[v.id] = uses.get(v.id, 0) + 1
     for v, c in zip(program.constvars, consts):
         raw = np.asarray(c)
         if raw.shape == ():
@@ -181,7 +190,7 @@ def simplify(program: Program, consts: list) -> tuple[Program, list]:
     for e in program.eqns:
         ins = tuple(_atom(v, env) for v in e.inputs)
         e = Eqn(e.prim, ins, e.outputs, e.params) if ins != e.inputs else e
-        new = _simplify_eqn(e, uval, producer)
+        new = _simplify_eqn(e, uval, producer, uses)
         if isinstance(new, (Var, Literal)):
             env[e.outputs[0].id] = new
             continue
@@ -198,11 +207,24 @@ def simplify(program: Program, consts: list) -> tuple[Program, list]:
     return _rebuild(program, eqns, env), consts
 
 
+def _swap_dot(dot: Eqn, perm) -> dict | None:
+    """Params of ``dot_general(b, a)`` if transposing ``dot_general(a, b)`` by ``perm`` equals it, else None."""
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    a, b = dot.inputs
+    nb = len(lb)
+    nl = len(a.aval.shape) - len(lc) - nb
+    nr = len(b.aval.shape) - len(rc) - nb
+    want = tuple(range(nb)) + tuple(range(nb + nl, nb + nl + nr)) + tuple(range(nb, nb + nl))
+    if tuple(perm) != want:
+        return None
+    return {**dot.params, "dimension_numbers": ((tuple(rc), tuple(lc)), (tuple(rb), tuple(lb)))}
+
+
 def _is(val, target) -> bool:
     return val is not None and bool(np.asarray(val) == target)
 
 
-def _simplify_eqn(e: Eqn, uval: Callable, producer: dict):
+def _simplify_eqn(e: Eqn, uval: Callable, producer: dict, uses: dict):
     """A replacement atom for ``e``'s output, a rewritten equation, or ``None``."""
     name, ins, p = e.prim.name, e.inputs, e.params
     if len(e.outputs) != 1:
@@ -227,8 +249,18 @@ def _simplify_eqn(e: Eqn, uval: Callable, producer: dict):
             return Eqn(e.prim, (y,), e.outputs, {**p, "broadcast_dimensions": tuple(d2[i] for i in d1)})
         if name == "neg":
             return y
+    if name == "transpose" and prev is not None and prev.prim.name == "dot_general" and uses.get(x.id) == 1:
+        swapped = _swap_dot(prev, p["permutation"])
+        if swapped is not None:
+            return Eqn(prev.prim, prev.inputs[::-1], e.outputs, swapped)
     if name == "select_n" and len(ins) == 3 and ins[1] is ins[2] and _same(ins[1].aval, out):
         return ins[1]
+    if name == "select_n":
+        cases = [Literal(uval(c), ShapedArray((), c.aval.dtype)) if type(c) is Var and uval(c) is not None
+                 and c.aval.shape else c for c in ins[1:]]
+        full = [v for v in (ins[0], *cases) if type(v) is Var and v.aval.shape == out.shape]
+        if full and any(c is not o for c, o in zip(cases, ins[1:])):
+            return Eqn(e.prim, (ins[0], *cases), e.outputs, p)
     if name in _BROADCASTING and len(ins) == 2:
         a, b = ins
         ua, ub = uval(a), uval(b)
