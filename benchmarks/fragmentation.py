@@ -10,6 +10,7 @@ Run: ``python -m benchmarks.fragmentation [--quick] [--save-traces DIR]``; write
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import time
 
@@ -58,7 +59,7 @@ def one_hot(labels: np.ndarray, k: int) -> np.ndarray:
 def w3_init(widths=(784, 1024, 1024, 10)):
     rng = np.random.default_rng(3)
     params = []
-    for fan_in, fan_out in zip(widths[:-1], widths[1:]):
+    for fan_in, fan_out in itertools.pairwise(widths):
         w = rng.standard_normal((fan_in, fan_out), dtype=np.float32) * np.float32(np.sqrt(2 / fan_in))
         params += [fnp.asarray(w), fnp.zeros((fan_out,), dtype=np.float32)]
     return params, rng
@@ -101,17 +102,18 @@ V, D, H, L, F = 96, 128, 4, 2, 512
 
 def w6_init():
     rng = np.random.default_rng(6)
-    n = lambda *s: fnp.asarray(rng.standard_normal(s, dtype=np.float32) * np.float32(0.02))  # noqa: E731
-    z = lambda *s: fnp.zeros(s, dtype=np.float32)  # noqa: E731
-    o = lambda *s: fnp.ones(s, dtype=np.float32)  # noqa: E731
+    n = lambda *s: fnp.asarray(rng.standard_normal(s, dtype=np.float32) * np.float32(0.02))
+    z = lambda *s: fnp.zeros(s, dtype=np.float32)
+    o = lambda *s: fnp.ones(s, dtype=np.float32)
     wte, wpe = n(V, D), n(128, D)
     layers = []
     for _ in range(L):
         w_qkv, w_o, w_fc, w_proj = n(D, 3 * D), n(D, D), n(D, F), n(F, D)
-        layers.append(dict(ln1_g=o(D), ln1_b=z(D), w_qkv=w_qkv, b_qkv=z(3 * D), w_o=w_o, b_o=z(D),
-                           ln2_g=o(D), ln2_b=z(D), w_fc=w_fc, b_fc=z(F), w_proj=w_proj, b_proj=z(D)))
+        layers.append({"ln1_g": o(D), "ln1_b": z(D), "w_qkv": w_qkv, "b_qkv": z(3 * D), "w_o": w_o,
+                       "b_o": z(D), "ln2_g": o(D), "ln2_b": z(D), "w_fc": w_fc, "b_fc": z(F),
+                       "w_proj": w_proj, "b_proj": z(D)})
     w_head = n(D, V)
-    params = dict(wte=wte, wpe=wpe, layers=layers, lnf_g=o(D), lnf_b=z(D), w_head=w_head)
+    params = {"wte": wte, "wpe": wpe, "layers": layers, "lnf_g": o(D), "lnf_b": z(D), "w_head": w_head}
     return params, rng
 
 
@@ -159,14 +161,14 @@ def adamw(params, grads, state, lr=3e-4, b1=0.9, b2=0.999, eps=1e-8, wd=0.01):
         vi = b2 * vi + (1 - b2) * (g * g)
         p = p - (lr / c1) * mi / (fnp.sqrt(vi) / c2 + eps)
         new_p.append(p), new_m.append(mi), new_v.append(vi)
-    un = lambda xs: flfun.tree_unflatten(tree, xs)  # noqa: E731
+    un = lambda xs: flfun.tree_unflatten(tree, xs)
     return un(new_p), (un(new_m), un(new_v), t)
 
 
 def w6_trace(steps: int, shapes=None, seed=60) -> tuple[Trace, list]:
     """Record eager W6 steps; ``shapes`` = (batch, seq) per step (default (16, 128) each, as in W6)."""
     params, rng = w6_init()
-    zeros = lambda p: flfun.tree_map(lambda a: fnp.zeros(a.shape, dtype=np.float32), p)  # noqa: E731
+    zeros = lambda p: flfun.tree_map(lambda a: fnp.zeros(a.shape, dtype=np.float32), p)
     state = (zeros(params), zeros(params), 0)
     if shapes is None:
         tokens = rng.integers(0, V, (16, 129)).astype(np.int32)

@@ -11,8 +11,8 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from flfun.memory import telemetry
 from flfun.memory.allocator import _fmt
@@ -58,8 +58,7 @@ class Profile:
         st.calls += 1
         st.time_ns += dt
         st.bytes += nbytes
-        if dt > st.max_ns:
-            st.max_ns = dt
+        st.max_ns = max(st.max_ns, dt)
         if self.keep_events:
             self.events.append((name, t0, t1, nbytes, threading.get_ident()))
 

@@ -1,8 +1,17 @@
 """Allocator invariants (hypothesis state machine), the classic split-fragmentation OOM, stats and the registry."""
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, precondition, rule
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    consumes,
+    invariant,
+    precondition,
+    rule,
+)
 
 from flfun import memory
 from flfun.memory import CachingAllocator, DirectAllocator
@@ -12,9 +21,9 @@ KiB, MiB = 1 << 10, 1 << 20
 
 sizes = st.one_of(st.integers(0, 4 * KiB), st.integers(4 * KiB, 2 * MiB), st.integers(2 * MiB, 40 * MiB))
 configs = st.sampled_from([
-    dict(), dict(max_split_size=8 * MiB), dict(max_split_size=24 * MiB, capacity=96 * MiB),
-    dict(capacity=64 * MiB), dict(recycling_size_limit=16 * MiB), dict(roundup_power2_divisions=4),
-    dict(max_split_size=4 * MiB, roundup_power2_divisions={1 * MiB: 2, 16 * MiB: 8}, capacity=80 * MiB),
+    {}, {"max_split_size": 8 * MiB}, {"max_split_size": 24 * MiB, "capacity": 96 * MiB},
+    {"capacity": 64 * MiB}, {"recycling_size_limit": 16 * MiB}, {"roundup_power2_divisions": 4},
+    {"max_split_size": 4 * MiB, "roundup_power2_divisions": {1 * MiB: 2, 16 * MiB: 8}, "capacity": 80 * MiB},
 ])
 
 
@@ -120,12 +129,12 @@ class AllocatorMachine(RuleBasedStateMachine):
         assert 0.0 <= s["internal_fragmentation"] <= 1.0
         # live blocks never overlap, and every segment is tiled exactly by its blocks
         spans = sorted((b.ptr, b.ptr + b.size) for b in live + free)
-        for (_, end), (start, _) in zip(spans, spans[1:]):
+        for (_, end), (start, _) in itertools.pairwise(spans):
             assert end <= start
         if isinstance(a, CachingAllocator):
             for seg, blocks in a.segments():
                 assert blocks and blocks[0].ptr == seg.ptr and sum(b.size for b in blocks) == seg.size
-                for x, y in zip(blocks, blocks[1:]):
+                for x, y in itertools.pairwise(blocks):
                     assert x.ptr + x.size == y.ptr and x.next is y and y.prev is x
                     assert x.allocated or y.allocated, "free neighbours were not coalesced"
                 if a.max_split_size is not None:
@@ -217,7 +226,7 @@ def test_host_blocks_are_aligned_views():
         for b in blocks:
             alloc.free(b)
         with pytest.raises(ValueError, match="Block.buffer: .* has been freed"):
-            blocks[0].buffer
+            _ = blocks[0].buffer
 
 
 def test_errors_and_registry():

@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 import flfun
 import flfun.numpy as fnp
 from flfun import core
-from flfun.memory import CachingAllocator, DirectAllocator, Trace, compare, record, replay, to_memory_viz
+from flfun.memory import (
+    CachingAllocator,
+    DirectAllocator,
+    Trace,
+    compare,
+    record,
+    replay,
+    to_memory_viz,
+)
 from flfun.memory.telemetry import format_table
 from flfun.profiler import profile
 
@@ -59,10 +67,8 @@ def test_record_frees_when_buffer_dies():
 
 def test_nested_record_and_profile_restore():
     before = _impls()
-    with record() as t1:
-        with profile() as prof:
-            with record() as t2:
-                fnp.exp(fnp.ones((10,)))
+    with record() as t1, profile() as prof, record() as t2:
+        fnp.exp(fnp.ones((10,)))
     assert _impls() == before
     assert t1.num_allocs == t2.num_allocs >= 1 and prof.ops["exp"].calls == 1
 

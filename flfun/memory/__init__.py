@@ -8,10 +8,16 @@ what a program asks of an allocator.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
-from flfun.memory.allocator import (Allocator, Block, CachingAllocator, DirectAllocator, RawMemory,
-                                    make_memory)
+from flfun.memory.allocator import (
+    Allocator,
+    Block,
+    CachingAllocator,
+    DirectAllocator,
+    RawMemory,
+    make_memory,
+)
 from flfun.memory.telemetry import Trace, compare, record, replay, to_memory_viz
 
 _ALLOCATOR_CLASSES: dict[str, type] = {}
@@ -79,7 +85,7 @@ def set_allocator(allocator: Allocator, device=None) -> Allocator:
         old = set_allocator(CachingAllocator(max_split_size=64 << 20))
     """
     if not isinstance(allocator, Allocator):
-        raise ValueError(f"set_allocator: allocator must implement malloc/free/stats/empty_cache, "
+        raise ValueError(f"set_allocator: allocator must implement malloc/free/stats/empty_cache, "  # noqa: TRY004
                          f"got {allocator!r}")
     old = get_allocator(device)
     key, device = _key(device)
@@ -129,15 +135,29 @@ class _Keeper:
         self.allocator, self.block = allocator, block
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):   # interpreter shutdown or allocator already torn down
             self.allocator.free(self.block)
-        except Exception:  # noqa: BLE001 - interpreter shutdown or allocator already torn down
-            pass
 
 
 register_allocator("direct", DirectAllocator)
 register_allocator("caching", CachingAllocator)
 
-__all__ = ["Allocator", "Block", "DirectAllocator", "CachingAllocator", "RawMemory", "make_memory",
-           "get_allocator", "set_allocator", "use_allocator", "register_allocator", "allocator_classes",
-           "make_allocator", "Trace", "record", "replay", "compare", "to_memory_viz"]
+__all__ = [
+    "Allocator",
+    "Block",
+    "CachingAllocator",
+    "DirectAllocator",
+    "RawMemory",
+    "Trace",
+    "allocator_classes",
+    "compare",
+    "get_allocator",
+    "make_allocator",
+    "make_memory",
+    "record",
+    "register_allocator",
+    "replay",
+    "set_allocator",
+    "to_memory_viz",
+    "use_allocator",
+]

@@ -46,7 +46,7 @@ class HostMemory(RawMemory):
 
 
 class CupyMemory(RawMemory):
-    """cupy device memory (``cupy.cuda.memory.alloc``) on one GPU; the handle is a ``MemoryPointer``."""
+    """cupy device memory (raw ``cupy.cuda.Memory``, not cupy's pool) on one GPU; the handle is a ``MemoryPointer``."""
     kind = "cupy"
 
     def __init__(self, device_id: int = 0):
@@ -98,7 +98,7 @@ def make_memory(memory: str | RawMemory | None, device=None) -> RawMemory:
 # ------------------------------------------------------------------------------------------------------ blocks
 class Segment:
     """One raw allocation from the backend that blocks are carved from."""
-    __slots__ = ("ptr", "size", "handle", "memory", "pool", "owner", "id")
+    __slots__ = ("handle", "id", "memory", "owner", "pool", "ptr", "size")
     _ids = itertools.count()
 
     def __init__(self, ptr: int, size: int, handle, memory: RawMemory, pool: str, owner=None):
@@ -115,7 +115,7 @@ class Block:
         b = DirectAllocator().malloc(100)
         x = b.view(np.float32, (5, 5))      # the first 100 bytes as a float32 array
     """
-    __slots__ = ("ptr", "size", "requested", "device", "segment", "prev", "next", "allocated", "__weakref__")
+    __slots__ = ("__weakref__", "allocated", "device", "next", "prev", "ptr", "requested", "segment", "size")
 
     def __init__(self, ptr: int, size: int, segment: Segment, device=None, requested: int = 0):
         self.ptr, self.size, self.segment, self.device, self.requested = ptr, size, segment, device, requested
@@ -186,7 +186,7 @@ POOLS = ("all", "small_pool", "large_pool")
 
 
 class _Stat:
-    __slots__ = ("current", "peak", "allocated", "freed")
+    __slots__ = ("allocated", "current", "freed", "peak")
 
     def __init__(self):
         self.current = self.peak = self.allocated = self.freed = 0
@@ -195,8 +195,7 @@ class _Stat:
         self.current += delta
         if delta >= 0:
             self.allocated += delta
-            if self.current > self.peak:
-                self.peak = self.current
+            self.peak = max(self.peak, self.current)
         else:
             self.freed -= delta
 
@@ -273,7 +272,7 @@ class BaseAllocator:
 
     def _check_owned(self, block) -> None:
         if not isinstance(block, Block):
-            raise ValueError(f"free: expected a Block, got {block!r:.80}")
+            raise ValueError(f"free: expected a Block, got {block!r:.80}")  # noqa: TRY004
         if self._live.get(block.ptr) is not block:
             if block.segment.owner is self and not block.allocated:
                 raise ValueError(f"free: double free of {block!r}")
@@ -407,7 +406,7 @@ class DirectAllocator(BaseAllocator):
 # ----------------------------------------------------------------------------------------------------- caching
 class _Pool:
     """Free blocks of one pool, ordered by (size, ptr) for best-fit search."""
-    __slots__ = ("keys", "blocks")
+    __slots__ = ("blocks", "keys")
 
     def __init__(self):
         self.keys: list[tuple[int, int]] = []
@@ -473,8 +472,8 @@ class CachingAllocator(BaseAllocator):
                         ("oversize_slack", oversize_slack)):
             if v is not None and (not isinstance(v, (int, np.integer)) or v <= 0):
                 raise ValueError(f"{name}: expected a positive int or None, got {v!r}")
-        geometry = dict(min_block_size=min_block_size, small_size=small_size, small_buffer=small_buffer,
-                        large_buffer=large_buffer, min_large_alloc=min_large_alloc, round_large=round_large)
+        geometry = {"min_block_size": min_block_size, "small_size": small_size, "small_buffer": small_buffer,
+                    "large_buffer": large_buffer, "min_large_alloc": min_large_alloc, "round_large": round_large}
         for name, v in geometry.items():
             if not isinstance(v, (int, np.integer)) or v <= 0 or v % ALIGNMENT:
                 raise ValueError(f"{name}: expected a positive multiple of {ALIGNMENT}, got {v!r}")

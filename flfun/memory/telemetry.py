@@ -13,8 +13,9 @@ import gzip
 import json
 import time
 import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -165,7 +166,7 @@ class Trace:
         d = np.array([e.requested if e.kind == "alloc" else -e.requested for e in self.events], dtype=np.int64)
         return np.cumsum(d)
 
-    def scaled(self, factor: float) -> "Trace":
+    def scaled(self, factor: float) -> Trace:
         """The same trace with every size multiplied by ``factor`` (a model ``factor`` times larger)."""
         ev = [e._replace(requested=int(e.requested * factor), allocated=int(e.allocated * factor))
               for e in self.events]
@@ -199,7 +200,7 @@ class Trace:
             f.write(data)
 
     @classmethod
-    def load(cls, path: str) -> "Trace":
+    def load(cls, path: str) -> Trace:
         """Read a trace written by ``save``."""
         opener = gzip.open if str(path).endswith(".gz") else open
         with opener(path, "rb") as f:
@@ -460,7 +461,7 @@ def to_memory_viz(trace: Trace, path: str, allocator: Allocator | None = None) -
             device_trace.append({"action": a, "addr": ptr, "size": size, "stream": 0, "frames": frames,
                                  "time_us": t})
     segments = []
-    for seg, blks in getattr(alloc, "segments", lambda: [])():
+    for seg, blks in getattr(alloc, "segments", list)():
         segments.append({
             "device": 0, "address": seg.ptr, "total_size": seg.size, "stream": 0,
             "segment_type": "small" if seg.pool == "small_pool" else "large", "segment_pool_id": [0, 0],
