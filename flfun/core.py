@@ -8,7 +8,6 @@ primitive's rule for that transform. Levels on a stack keep nested transforms ap
 from __future__ import annotations
 
 import itertools
-from contextlib import contextmanager
 from typing import Any, Callable
 
 import numpy as np
@@ -61,7 +60,13 @@ def short(x) -> str:
 
 
 def is_weak(x) -> bool:
-    return getattr(x, "weak_type", False) or type(x) in (int, float, bool)
+    """Whether ``x`` is a weakly typed value (a Python scalar, or an aval/tracer marked weak)."""
+    t = type(x)
+    if t is ShapedArray:
+        return x.weak_type
+    if t is np.ndarray or t is Array or isinstance(x, np.generic):
+        return False
+    return t in (int, float, bool) or getattr(x, "weak_type", False)
 
 
 def get_aval(x) -> ShapedArray:
@@ -285,8 +290,10 @@ class EvalTrace(Trace):
 
 
 class _State:
-    eager = True             # no transform active: bind takes the fast path
+    evaluate = True          # no tracing transform active: bind evaluates with the impl (maybe recording a tape)
+    eager = True             # ... and no tape is recording either: fast paths may call impls directly
     dynamic: MainTrace | None = None
+    tape = None              # the eager reverse-mode tape recording evaluations (flfun/transforms/tape.py)
 
 
 _state = _State()
@@ -294,24 +301,35 @@ trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
 
 
 def _refresh_state():
-    _state.eager = len(trace_stack) == 1 and _state.dynamic is None
+    _state.evaluate = len(trace_stack) == 1 and _state.dynamic is None
+    _state.eager = _state.evaluate and _state.tape is None
 
 
-@contextmanager
-def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False):
-    """Push a new main trace (a transform level). With ``dynamic``, it captures every bind (jit staging)."""
-    main = MainTrace(len(trace_stack), trace_type, global_data)
-    trace_stack.append(main)
-    prev_dynamic = _state.dynamic
-    if dynamic:
-        _state.dynamic = main
-    _refresh_state()
-    try:
-        yield main
-    finally:
-        main.active = False
+class new_main:
+    """Context manager pushing a new main trace (a transform level); yields the ``MainTrace``.
+
+    With ``dynamic`` the trace captures every bind, even on constants (jit staging). A class rather than a
+    generator-based context manager: it sits on the path of every eager ``grad`` call.
+    """
+    __slots__ = ("main", "prev_dynamic")
+
+    def __init__(self, trace_type: type, global_data: Any = None, dynamic: bool = False):
+        self.main = MainTrace(len(trace_stack), trace_type, global_data)
+        self.prev_dynamic = dynamic
+
+    def __enter__(self) -> MainTrace:
+        main = self.main
+        trace_stack.append(main)
+        dynamic, self.prev_dynamic = self.prev_dynamic, _state.dynamic
+        if dynamic:
+            _state.dynamic = main
+        _state.eager = _state.evaluate = False
+        return main
+
+    def __exit__(self, *exc) -> None:
+        self.main.active = False
         trace_stack.pop()
-        _state.dynamic = prev_dynamic
+        _state.dynamic = self.prev_dynamic
         _refresh_state()
 
 
@@ -361,7 +379,7 @@ def full_lower(val):
 
 def bind(prim: Primitive, *args, **params):
     """Apply ``prim`` to ``args``: evaluate eagerly, or hand it to the innermost active transform."""
-    if _state.eager and not prim.collective:
+    if _state.evaluate and not prim.collective:
         return eval_primitive(prim, args, params)
     trace = find_top_trace(prim, args, params)
     tracers = [full_raise(trace, a) for a in args]
@@ -424,14 +442,19 @@ def to_array(x, dtype=None) -> Array:
 
 
 def eval_primitive(prim: Primitive, args, params):
-    """The eager path: check with the abstract-eval rule, call the backend impl, wrap the result."""
+    """The eager path: check with the abstract-eval rule, call the backend impl, wrap the result (and record it
+    when an eager reverse-mode tape is active)."""
     vals = []
     device = None
-    for a in args:
+    arrays = args
+    for i, a in enumerate(args):
         if type(a) is not Array:
             if isinstance(a, Tracer):
                 raise _leaked(prim.name, a)
             a = to_array(a)
+            if arrays is args:
+                arrays = list(args)
+            arrays[i] = a
         if device is None:
             device = a._device
         elif a._device is not device:
@@ -445,6 +468,7 @@ def eval_primitive(prim: Primitive, args, params):
     if impl is None:
         raise missing_rule("impl", prim, device.backend)
     out = impl(*vals, **params)
-    if prim.multiple_results:
-        return [wrap(o, device) for o in out]
-    return wrap(out, device)
+    outs = [wrap(o, device) for o in out] if prim.multiple_results else wrap(out, device)
+    if _state.tape is not None:
+        _state.tape.record(prim, params, arrays, outs if prim.multiple_results else [outs])
+    return outs

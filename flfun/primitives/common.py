@@ -72,17 +72,23 @@ def broadcast_shapes(op: str, *avals) -> tuple[int, ...]:
 
 def naryop_abstract_eval(op: str, kinds: str, out_dtype=None) -> Callable:
     """Shape rule for a broadcasting elementwise op whose operands share one dtype."""
+    allowed = _KINDS[kinds]
+
     def rule(*avals, **params):
-        d0 = avals[0].dtype
+        a0 = avals[0]
+        d0, shape = a0.dtype, a0.shape
+        weak = is_weak(a0)
         for a in avals[1:]:
             if a.dtype != d0:
                 raise TypeError(f"{op}: operands must have the same dtype, got "
                                 f"{' and '.join(short(a) for a in avals)} (flfun.numpy promotes; lax does not)")
-        check_kinds(op, kinds, *avals)
-        shape = avals[0].shape
-        if len(avals) > 1 and any(a.shape != shape for a in avals[1:]):
+            if a.shape != shape:
+                shape = None
+            weak = weak and is_weak(a)
+        if d0.kind not in allowed:
+            check_kinds(op, kinds, a0)
+        if shape is None:
             shape = broadcast_shapes(op, *avals)
-        weak = all(is_weak(a) for a in avals)
         return ShapedArray(shape, d0 if out_dtype is None else out_dtype, weak and out_dtype is None)
     return rule
 

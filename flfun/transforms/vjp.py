@@ -155,32 +155,47 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     """
     def vg(*args, **kwargs):
         nums, multiple = _check_argnums("grad", argnums, len(args))
-        for n in nums:
-            for leaf in tree_flatten(args[n])[0]:
-                dt = get_aval(leaf).dtype
-                if not dtypes.is_float(dt):
-                    raise TypeError(f"grad: argument {n} has dtype {dt}; grad requires floating-point inputs "
-                                    f"(cast with .astype or differentiate other argnums)")
-        diff_args = tuple(args[n] for n in nums)
+        leaves, tree = tree_flatten(tuple(args[n] for n in nums))
+        for i, leaf in enumerate(leaves):
+            dt = leaf.dtype if isinstance(leaf, Array) else get_aval(leaf).dtype
+            if dt.kind != "f":
+                n = nums[min(i, len(nums) - 1)] if len(nums) == 1 else nums[_leaf_owner(tree, i)]
+                raise TypeError(f"grad: argument {n} has dtype {dt}; grad requires floating-point inputs "
+                                f"(cast with .astype or differentiate other argnums)")
+        aux_box = []
 
-        def g(*d):
+        def flat_f(*leaves_in):
             full = list(args)
-            for n, v in zip(nums, d):
+            for n, v in zip(nums, tree_unflatten(tree, leaves_in)):
                 full[n] = v
-            return f(*full, **kwargs)
-        res = vjp(g, *diff_args, has_aux=has_aux)
-        out, f_vjp = res[0], res[1]
-        aval = get_aval(out) if tree_structure(out).num_leaves == 1 and not isinstance(out, (tuple, list, dict)) \
-            else None
-        if aval is None or aval.shape != () or not dtypes.is_float(aval.dtype):
-            what = aval.str_short() if aval is not None else f"a {type(out).__name__} pytree"
+            out = f(*full, **kwargs)
+            if has_aux:
+                out, aux = out
+                aux_box.append(aux)
+            return [out]
+        outs, f_vjp = vjp_flat(flat_f, leaves)
+        out = outs[0]
+        aval = get_aval(out) if isinstance(out, Array) or type(out) in (int, float) else None
+        if aval is None or aval.shape != () or aval.dtype.kind != "f":
+            what = aval.str_short() if aval is not None else f"a {type(out).__name__}"
             raise TypeError(f"grad: the function must return a float scalar, got {what}; use jacrev or vjp "
                             f"for non-scalar outputs")
         from flfun.primitives.shape import full as full_array
-        g_out = f_vjp(full_array((), 1, aval.dtype))
-        grads = g_out if multiple else g_out[0]
-        return ((out, res[2]) if has_aux else out), grads
+        cts = f_vjp([full_array((), 1, aval.dtype)])
+        grads = tree_unflatten(tree, [instantiate(c) for c in cts])
+        grads = grads if multiple else grads[0]
+        return ((out, aux_box[0]) if has_aux else out), grads
     return vg
+
+
+def _leaf_owner(tree, leaf_index: int) -> int:
+    """Which differentiated argument (position in argnums) a flat leaf index belongs to."""
+    seen = 0
+    for i, child in enumerate(tree.children):
+        seen += child.num_leaves
+        if leaf_index < seen:
+            return i
+    return len(tree.children) - 1
 
 
 def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
