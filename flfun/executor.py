@@ -198,7 +198,7 @@ def _outputs(program: Program, roots, var_roots, arena, bound, atom) -> list[str
             root = roots[r]
             if r in claimed:
                 risky.append(claimed[r])
-            elif root.kind == "arena":
+            if root.kind == "arena":
                 risky.append(bound("A", arena))
             elif root.kind == "input" and not root.donated:
                 risky.append(f"a{root.index}")

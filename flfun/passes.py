@@ -191,11 +191,11 @@ def simplify(program: Program, consts: list) -> tuple[Program, list]:
         ins = tuple(_atom(v, env) for v in e.inputs)
         e = Eqn(e.prim, ins, e.outputs, e.params) if ins != e.inputs else e
         new = _simplify_eqn(e, uval, producer, uses)
+        while isinstance(new, Eqn):        # a rewritten equation may simplify further
+            e, new = new, _simplify_eqn(new, uval, producer, uses)
         if isinstance(new, (Var, Literal)):
             env[e.outputs[0].id] = new
             continue
-        if new is not None:
-            e = new
         if len(e.outputs) == 1:
             out = e.outputs[0]
             if e.prim.name in _SHAPE_OPS and uval(e.inputs[0]) is not None:
