@@ -152,3 +152,9 @@ def test_memory_viz_snapshot(tmp_path, suffix):
     assert snap["device_traces"][0][1]["frames"][0]["name"] == "matmul"
     states = sorted(b["state"] for s in snap["segments"] for b in s["blocks"])
     assert states == ["active_allocated", "inactive", "inactive"]
+
+
+def test_fragmentation_script_classic_case():
+    frag = pytest.importorskip("benchmarks.fragmentation")
+    text = frag.classic()
+    assert "unrestricted: OOM at 60 MiB (six)" in text and "all three allocations succeed" in text

@@ -528,7 +528,8 @@ class CachingAllocator(BaseAllocator):
             seg = self._new_segment(alloc_size, pool_name)
             if seg is None and self._release_available_cached_blocks(size, pool):
                 seg = self._new_segment(alloc_size, pool_name)
-            if seg is None and self._release_cached_blocks():
+            if seg is None:   # as PyTorch: release every unsplit cached segment, retry (and count the retry)
+                self._release_cached_blocks()
                 self.num_alloc_retries += 1
                 seg = self._new_segment(alloc_size, pool_name)
             if seg is None:
