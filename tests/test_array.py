@@ -206,10 +206,13 @@ def test_conversions_of_traced_values_fail_clearly(convert):
     def f(x):
         convert(x)
         return x
+    from flfun.transforms.jit import jit
     with pytest.raises(fl.ConcretizationError, match="needs a concrete value, but this array is traced"):
-        fl.grad(lambda x: fnp.sum(f(x)))(fnp.asarray(1.0))
-    with pytest.raises(fl.ConcretizationError):
+        jit(f)(fnp.asarray(1))
+    with pytest.raises(fl.ConcretizationError, match="needs a concrete value, but this array is traced"):
         fl.vmap(f)(fnp.arange(3))
+    with pytest.raises(fl.ConcretizationError):
+        fl.jvp(f, (fnp.asarray(1.0),), (fnp.asarray(1.0),))
 
 
 def test_metadata_and_iteration():

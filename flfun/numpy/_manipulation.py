@@ -233,6 +233,7 @@ def _common(arrays, op):
         raise TypeError(f"{op}: expected a sequence of arrays, got {type(arrays).__name__}")
     if not arrays:
         raise ValueError(f"{op}: need at least one array")
+    arrays = [a if type(a) in (int, float, bool) else _arr(a) for a in arrays]
     dt = result_type(*arrays)
     xs = [_arr(a) for a in arrays]
     return [x if x.dtype == dt and not is_weak(x) else lax.convert_element_type(x, dt) for x in xs]
@@ -455,6 +456,7 @@ def flip(x, /, axis=None) -> Array:
 
 def roll(x, /, shift, axis=None) -> Array:
     """Shift elements cyclically by ``shift`` along ``axis`` (flattened when None); tuples roll several axes.
+    ``shift`` must be concrete (not traced): it decides which static slices are joined.
 
     Example::
 
