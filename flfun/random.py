@@ -16,6 +16,7 @@ from flfun import dtypes
 from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.primitives import elementwise as lax
+from flfun.primitives import reduce as lax_reduce
 from flfun.primitives import shape as lax_shape
 from flfun.util import canonical_axis, prod
 
@@ -331,13 +332,15 @@ def categorical(key: Array, logits, axis: int = -1, shape: Sequence[int] | None 
     key = _check_key(key, "categorical")
     logits = fnp.asarray(logits) if not isinstance(logits, Array) else logits
     axis = canonical_axis(axis, logits.ndim, "categorical")
-    logits = fnp.moveaxis(logits, axis, -1) if axis != logits.ndim - 1 else logits
+    if axis != logits.ndim - 1:
+        perm = tuple(i for i in range(logits.ndim) if i != axis) + (axis,)
+        logits = lax_shape.transpose(logits, perm)
     batch = tuple(logits.shape[:-1])
     shape = batch if shape is None else _canonical_shape(shape, "categorical")
     if tuple(shape[len(shape) - len(batch):]) != batch:
         raise ValueError(f"categorical: shape {shape} must end with the logits' batch shape {batch}")
     g = gumbel(key, (*shape, logits.shape[-1]), logits.dtype if dtypes.is_float(logits.dtype) else np.float32)
-    return fnp.argmax(g + logits, axis=-1)
+    return lax_reduce.argmax(g + logits, len(shape), dtypes.DEFAULT_INT)
 
 
 def randint(key: Array, shape: Sequence[int], minval, maxval, dtype=np.int64) -> Array:

@@ -1,0 +1,134 @@
+"""flfun.checkpoint: safetensors round trips, the on-disk format, atomic writes, corruption and mismatch errors."""
+import json
+import os
+import struct
+
+import numpy as np
+import pytest
+
+import flfun.numpy as fnp
+from flfun import checkpoint as ck
+from flfun import nn, optim, random
+
+
+def sample_tree():
+    model = nn.MLP([3, 4, 2], key=random.key(0))
+    state = optim.adamw(1e-3).init(model)
+    return {"model": model, "opt": state, "extra": [fnp.asarray(np.arange(3, dtype=np.int32)),
+                                                    fnp.asarray(np.array([True, False])),
+                                                    fnp.asarray(np.float64(2.5)),
+                                                    fnp.zeros((0, 3), dtype=np.float16)]}
+
+
+def assert_tree_equal(a, b):
+    from flfun.tree import tree_flatten
+    la, ta = tree_flatten(a)
+    lb, tb = tree_flatten(b)
+    assert ta == tb
+    for x, y in zip(la, lb):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype and x.shape == y.shape
+        np.testing.assert_array_equal(x, y)
+
+
+def test_round_trip_with_template(tmp_path):
+    tree = sample_tree()
+    path = ck.save(tmp_path / "c.safetensors", tree, {"step": "12"})
+    back = ck.load(path, like=tree)
+    assert_tree_equal(back, tree)
+    assert isinstance(back["model"], nn.MLP) and isinstance(back["opt"], optim.AdamState)
+    assert back["model"].activation is tree["model"].activation
+    meta = ck.load_metadata(path)
+    assert meta["step"] == "12" and meta["format"] == "flfun" and len(meta["sha256"]) == 64
+    flat = ck.load(path)
+    assert set(flat) == set(ck.tree_paths(tree)[0]) and "model.layers.0.weight" in flat
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".tmp-")]
+
+
+def test_file_is_standard_safetensors(tmp_path):
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    path = ck.save(tmp_path / "c.safetensors", {"w": w, "n": np.int64(7)})
+    data = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", data[:8])
+    assert n % 8 == 0
+    header = json.loads(data[8:8 + n])
+    assert header["w"] == {"dtype": "F32", "shape": [2, 3], "data_offsets": [8, 32]}
+    assert header["n"] == {"dtype": "I64", "shape": [], "data_offsets": [0, 8]}
+    body = data[8 + n:]
+    np.testing.assert_array_equal(np.frombuffer(body[8:32], "<f4").reshape(2, 3), w)
+    try:
+        from safetensors.numpy import load_file
+    except ImportError:
+        return
+    np.testing.assert_array_equal(load_file(path)["w"], w)
+
+
+def test_names_are_tree_paths():
+    names, leaves, _ = ck.tree_paths({"b": (1, 2), "a": {"x": [3]}, "c": nn.Linear(2, 2, key=random.key(0))})
+    assert names == ["a.x.0", "b.0", "b.1", "c.weight", "c.bias"]
+
+
+def test_atomic_overwrite_keeps_old_file_on_failure(tmp_path, monkeypatch):
+    path = tmp_path / "c.safetensors"
+    ck.save(path, {"w": np.ones(3, np.float32)})
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        ck.save(path, {"w": np.zeros(3, np.float32)})
+    monkeypatch.undo()
+    np.testing.assert_array_equal(np.asarray(ck.load(path)["w"]), np.ones(3))
+    assert os.listdir(tmp_path) == ["c.safetensors"]
+
+
+def _corrupt(path, fn):
+    data = bytearray(open(path, "rb").read())
+    data = fn(data)
+    open(path, "wb").write(bytes(data))
+
+
+def test_corruption_is_detected(tmp_path):
+    tree = {"a": np.arange(4, dtype=np.float32), "b": np.ones((2, 2), np.float32)}
+    path = str(tmp_path / "c.safetensors")
+    ck.save(path, tree)
+
+    def flip(d):
+        d[-1] ^= 0x10
+        return d
+    _corrupt(path, flip)
+    with pytest.raises(ck.CheckpointError, match="does not match its SHA-256 checksum"):
+        ck.load(path)
+    ck.save(path, tree)
+    _corrupt(path, lambda d: d[:-6])
+    with pytest.raises(ck.CheckpointError, match="corrupt or truncated at key 'b'"):
+        ck.load(path)
+    _corrupt(path, lambda d: struct.pack("<Q", 10 ** 9) + d[8:])
+    with pytest.raises(ck.CheckpointError, match="header length 1000000000 exceeds the file"):
+        ck.load(path)
+    ck.save(path, tree)
+    _corrupt(path, lambda d: d[:8] + b"#" + d[9:])
+    with pytest.raises(ck.CheckpointError, match="header is not valid JSON"):
+        ck.load(path)
+    open(path, "wb").write(b"abc")
+    with pytest.raises(ck.CheckpointError, match="is not a safetensors file"):
+        ck.load(path)
+    with pytest.raises(ck.CheckpointError, match="cannot read checkpoint"):
+        ck.load(tmp_path / "missing.safetensors")
+
+
+def test_mismatch_errors_name_the_key(tmp_path):
+    tree = {"w": np.ones((2, 3), np.float32), "b": np.zeros(3, np.float32)}
+    path = ck.save(tmp_path / "c.safetensors", tree)
+    with pytest.raises(ck.CheckpointError, match="missing key 'c'"):
+        ck.load(path, like={**tree, "c": np.zeros(1, np.float32)})
+    with pytest.raises(ck.CheckpointError, match="unexpected key 'b'"):
+        ck.load(path, like={"w": tree["w"]})
+    with pytest.raises(ck.CheckpointError, match=r"key 'w' has float32\[2, 3\] .* expects float32\[3, 2\]"):
+        ck.load(path, like={"w": np.ones((3, 2), np.float32), "b": tree["b"]})
+    with pytest.raises(ck.CheckpointError, match=r"key 'b' has float32\[3\] .* expects float64\[3\]"):
+        ck.load(path, like={"w": tree["w"], "b": np.zeros(3)})
+    with pytest.raises(ck.CheckpointError, match="leaf 'x' is a str, not an array"):
+        ck.save(tmp_path / "d.safetensors", {"x": "hello"})
+    with pytest.raises(ValueError, match="metadata must be a dict of str to str"):
+        ck.save(tmp_path / "d.safetensors", tree, {"step": 3})
