@@ -173,6 +173,17 @@ def _adv_shape(entries) -> tuple[int, ...]:
                          f"{shapes}") from None
 
 
+def _result_dims(tokens, adv_shape) -> list[tuple]:
+    """(label, size) per dim of ``x[idx]``: labels ("A", k) for advanced dims, "N", or the slice entry."""
+    out = []
+    for t in tokens:
+        if t == "A":
+            out += [(("A", k), d) for k, d in enumerate(adv_shape)]
+        else:
+            out.append((t, 1 if t == "N" else t[4]))
+    return out
+
+
 def _index_array(comps, shape):
     """Stack index components (host or traced; (array, axis size)) broadcast to ``shape`` into
     ``(*shape, len(comps))``, wrapping negative traced indices."""
@@ -187,7 +198,7 @@ def _index_array(comps, shape):
         else:
             if c.dtype != dtypes.int64:
                 c = E.convert_element_type(c, dtypes.int64)
-            c = E.select_n(E.lt(c, S.full((), 0, c.dtype)), c, E.add(c, S.full((), n, c.dtype)))
+            c = E.select_n(E.lt(c, 0), c, E.add(c, n))       # Python ints are weak: they stay int64
             c = broadcast_to_shape(c, shape)
         parts.append(S.reshape(c, tuple(shape) + (1,)))
     return S.concatenate(parts, len(shape))
@@ -217,7 +228,12 @@ def getitem(x, idx, mode: str | None = None, fill_value=None) -> Array:
     if mode not in _MODES:
         raise ValueError(f"getitem: mode must be one of {_MODES}, got {mode!r}")
     x = _arr(x)
-    entries = _parse(x.shape, idx, mode)
+    shape = x.shape
+    if type(idx) is int and shape and -shape[0] <= idx < shape[0]:     # the common x[i]: skip the parser
+        i = idx % shape[0]
+        y = S.slice(x, (i,) + (0,) * (len(shape) - 1), (i + 1,) + tuple(shape[1:]))
+        return S.reshape(y, tuple(shape[1:]))
+    entries = _parse(shape, idx, mode)
     starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
     flips, int_dims = [], []
     for e in entries:
@@ -244,18 +260,11 @@ def getitem(x, idx, mode: str | None = None, fill_value=None) -> Array:
     axes = tuple(kept.index(e[1][0]) for e in adv if e[1])
     out = gather(y, _index_array(comps, adv_shape), axes=axes, mode=_default_mode(comps, mode, "clip"),
                  fill_value=fill_value)
-    s, perm, final, k = len(adv_shape), [], [], 0
-    for t in tokens:
-        if t == "A":
-            perm += range(s)
-            final += adv_shape
-        elif t == "N":
-            final.append(1)
-        else:
-            perm.append(s + k)
-            final.append(out.shape[s + k])
-            k += 1
-    return S.reshape(S.transpose(out, perm), final)
+    dims = _result_dims(tokens, adv_shape)
+    slices = [t for t in tokens if t not in ("A", "N")]          # gather's carried dims, in order
+    perm = [label[1] if label[0] == "A" else len(adv_shape) + slices.index(label)
+            for label, _ in dims if label != "N"]
+    return S.reshape(S.transpose(out, perm), tuple(d for _, d in dims))
 
 
 # ------------------------------------------------------------------------------------------------------ updates
@@ -268,9 +277,8 @@ def _update(x, idx, values, op: str, mode, name: str) -> Array:
     entries = _parse(x.shape, idx, mode)
     tokens = _layout(entries)
     adv_shape = _adv_shape(entries) if any(e[0] == "adv" for e in entries) else ()
-    target = []
-    for t in tokens:
-        target += adv_shape if t == "A" else [1 if t == "N" else t[4]]
+    dims = _result_dims(tokens, adv_shape)
+    target = tuple(d for _, d in dims)
     v = _arr(values)
     if v.dtype != x.dtype:
         v = E.convert_element_type(v, x.dtype)
@@ -279,11 +287,19 @@ def _update(x, idx, values, op: str, mode, name: str) -> Array:
         vshape = vshape[1:]
     if len(vshape) > len(target) or any(a not in (1, b) for a, b in zip(vshape[::-1], target[::-1])):
         raise ValueError(f"at[].{name}: values of shape {tuple(v.shape)} cannot be broadcast to the indexed "
-                         f"shape {tuple(target)}")
+                         f"shape {target}")
     v = broadcast_to_shape(S.reshape(v, vshape), target)
-    partial = [t for t in tokens if t not in ("A", "N") and not (t[2] == 0 and t[3] == 1 and t[4] == x.shape[t[1]])]
-    comps, axes = [], []
+    # scatter takes values as (advanced dims, partial slices, whole dims); partial slices become index ranges
+    slices = [t for t in tokens if t not in ("A", "N")]
+    partial = [t for t in slices if not (t[2] == 0 and t[3] == 1 and t[4] == x.shape[t[1]])]
+    whole = [t for t in slices if t not in partial]
+    labels = [label for label, _ in dims if label != "N"]
+    perm = [labels.index(label) for label in [("A", k) for k in range(len(adv_shape))] + partial + whole]
+    v = S.transpose(S.reshape(v, tuple(d for label, d in dims if label != "N")), perm)
+    if not partial and not any(e[0] in ("adv", "int") for e in entries):      # the whole array
+        return v if op == "set" else {"add": E.add, "mul": E.mul, "min": E.min, "max": E.max}[op](x, v)
     s, p = len(adv_shape), len(partial)
+    comps, axes = [], []
     for e in entries:
         if e[0] == "adv" and e[1]:
             c = e[2]
@@ -298,32 +314,11 @@ def _update(x, idx, values, op: str, mode, name: str) -> Array:
             axes.append(e[1])
         elif e in partial:
             j = partial.index(e)
-            r = np.arange(e[2], e[2] + e[3] * e[4], e[3])[:e[4]]
+            r = e[2] + e[3] * np.arange(e[4])
             comps.append((r.reshape((1,) * s + tuple(e[4] if i == j else 1 for i in range(p))), x.shape[e[1]]))
             axes.append(e[1])
-    # values arrive in getitem's layout; scatter wants (advanced dims, partial slices, whole dims)
-    pos, at = {}, 0
-    for t in tokens:
-        if t == "A":
-            pos["A"], at = list(range(at, at + s)), at + s
-        elif t != "N":
-            pos[t[1]], at = [at], at + 1
-    perm = pos.get("A", []) + [pos[t[1]][0] for t in partial] + \
-        [pos[t[1]][0] for t in tokens if t not in ("A", "N") and t not in partial]
-    v = S.transpose(S.reshape(v, tuple(d for t, d in zip(_expand_tokens(tokens, s), target) if t != "N")), perm)
-    if not comps and not adv_shape:      # whole-array update
-        if op == "set":
-            return v
-        return {"add": E.add, "mul": E.mul, "min": E.min, "max": E.max}[op](x, v)
     indices = _index_array(comps, adv_shape + tuple(t[4] for t in partial))
     return scatter(x, indices, v, axes=tuple(axes), mode=_default_mode(comps, mode, "fill"), op=op)
-
-
-def _expand_tokens(tokens, s):
-    out = []
-    for t in tokens:
-        out += ["A"] * s if t == "A" else [t]
-    return out
 
 
 class IndexUpdateHelper:
