@@ -1,1 +1,399 @@
-"""(being written)"""
+"""Products of ``flfun.numpy``: matmul, dot, vdot, inner, outer, tensordot, einsum, vecdot, kron, diagonal, trace.
+
+Every contraction lowers to one ``dot_general`` per operand pair (plus transposes, reshapes and ``reduce_sum``),
+so it runs as BLAS matmuls and differentiates and batches through dot_general's rules. Broadcast batch
+dimensions become free dimensions of the contraction instead of being materialised.
+"""
+from __future__ import annotations
+
+import itertools
+import string
+from typing import Sequence
+
+import numpy as np
+
+from flfun.array import Array
+from flfun.core import _state, short
+from flfun.numpy._promote import asarray_like, promote
+from flfun.primitives import elementwise as lax
+from flfun.primitives import reduce as lax_reduce
+from flfun.primitives import shape as lax_shape
+from flfun.primitives.linalg import dot_general
+from flfun.util import canonical_axis
+
+__all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot", "kron", "diagonal", "trace"]
+
+
+def _operands(op: str, *xs) -> list:
+    """Arrays of one common dtype (Python scalars and lists are converted, dtypes promoted)."""
+    if all(isinstance(x, Array) for x in xs) and all(x.dtype == xs[0].dtype for x in xs):
+        return list(xs)
+    return promote(op, *[x if isinstance(x, (Array, int, float, bool)) else asarray_like(x) for x in xs])
+
+
+def _check_contract(op: str, a, b, ca: Sequence[int], cb: Sequence[int]) -> None:
+    if any(a.shape[i] != b.shape[j] for i, j in zip(ca, cb)):
+        raise TypeError(f"{op}: contracting dimensions must match, got {short(a)} and {short(b)}")
+
+
+def _drop_axes(x, axes: Sequence[int]):
+    """``x`` without the listed size-1 axes."""
+    return lax_shape.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)) if axes else x
+
+
+# ------------------------------------------------------------------------------------------------------ matmul
+def matmul(x1, x2, /) -> Array:
+    """Matrix product with array-API semantics: 1-d operands are promoted to a row / column and that axis is
+    removed again; the leading (batch) dimensions broadcast. Integer products are exact.
+
+    Example::
+
+        >>> fnp.matmul(fnp.ones((5, 2, 3)), fnp.ones((3, 4))).shape
+        (5, 2, 4)
+    """
+    if _state.eager and type(x1) is Array and type(x2) is Array and x1.dtype == x2.dtype \
+            and x1.ndim == 2 and x2.ndim == 2 and x1.shape[1] == x2.shape[0]:
+        return dot_general(x1, x2, (((1,), (0,)), ((), ())))
+    a, b = _operands("matmul", x1, x2)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"matmul: operands must have at least one dimension, got {short(a)} and {short(b)} "
+                         f"(use multiply for scalars)")
+    ca, cb = a.ndim - 1, (0 if b.ndim == 1 else b.ndim - 2)
+    _check_contract("matmul", a, b, (ca,), (cb,))
+    ba, bb = a.shape[:-2], b.shape[:-2]
+    nb = max(len(ba), len(bb))
+    oa, ob = nb - len(ba), nb - len(bb)
+    batch, a_only, b_only, drop_a, drop_b = [], [], [], [], []
+    for i in range(nb):
+        da = ba[i - oa] if i >= oa else None
+        db = bb[i - ob] if i >= ob else None
+        if da is not None and da == db:
+            batch.append(i)
+        elif da is not None and (db is None or db == 1):
+            a_only.append(i)
+            drop_b += [i - ob] if db == 1 else []
+        elif db is not None and (da is None or da == 1):
+            b_only.append(i)
+            drop_a += [i - oa] if da == 1 else []
+        else:
+            raise TypeError(f"matmul: batch dimensions do not broadcast: {short(a)} and {short(b)}")
+    a, b = _drop_axes(a, drop_a), _drop_axes(b, drop_b)
+    ia = {i: i - oa - sum(d < i - oa for d in drop_a) for i in range(oa, nb) if i - oa not in drop_a}
+    ib = {i: i - ob - sum(d < i - ob for d in drop_b) for i in range(ob, nb) if i - ob not in drop_b}
+    ca, cb = a.ndim - 1, (0 if b.ndim == 1 else b.ndim - 2)
+    dn = (((ca,), (cb,)), (tuple(ia[i] for i in batch), tuple(ib[i] for i in batch)))
+    out = dot_general(a, b, dn)
+    got = batch + a_only + (["m"] if a.ndim - len(ia) >= 2 else []) + b_only + (["n"] if b.ndim > 1 else [])
+    want = list(range(nb)) + [lab for lab in ("m", "n") if lab in got]
+    perm = tuple(got.index(lab) for lab in want)
+    return lax_shape.transpose(out, perm)
+
+
+def dot(a, b, /) -> Array:
+    """numpy's ``dot``: scalars multiply, 1-d·1-d is the inner product, otherwise the last axis of ``a`` meets
+    the second-to-last of ``b`` (its only axis when ``b`` is 1-d).
+
+    Example::
+
+        >>> fnp.dot(fnp.ones((2, 3)), fnp.ones(3)).tolist()
+        [3.0, 3.0]
+    """
+    a, b = _operands("dot", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return lax.mul(a, b)
+    ca, cb = a.ndim - 1, (0 if b.ndim == 1 else b.ndim - 2)
+    _check_contract("dot", a, b, (ca,), (cb,))
+    return dot_general(a, b, (((ca,), (cb,)), ((), ())))
+
+
+def vdot(a, b, /) -> Array:
+    """Dot product of the flattened operands: ``fnp.vdot(fnp.ones((2, 2)), fnp.ones(4)) == 4``."""
+    a, b = _operands("vdot", a, b)
+    a, b = lax_shape.reshape(a, (a.size,)), lax_shape.reshape(b, (b.size,))
+    _check_contract("vdot", a, b, (0,), (0,))
+    return dot_general(a, b, (((0,), (0,)), ((), ())))
+
+
+def inner(a, b, /) -> Array:
+    """Contract the last axes of ``a`` and ``b`` (scalars multiply): result shape ``a.shape[:-1] + b.shape[:-1]``.
+
+    Example::
+
+        >>> fnp.inner(fnp.ones((2, 3)), fnp.ones((4, 3))).shape
+        (2, 4)
+    """
+    a, b = _operands("inner", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return lax.mul(a, b)
+    _check_contract("inner", a, b, (a.ndim - 1,), (b.ndim - 1,))
+    return dot_general(a, b, (((a.ndim - 1,), (b.ndim - 1,)), ((), ())))
+
+
+def outer(a, b, /) -> Array:
+    """Outer product of the flattened operands: ``fnp.outer(fnp.ones(2), fnp.ones(3)).shape == (2, 3)``."""
+    a, b = _operands("outer", a, b)
+    a, b = lax_shape.reshape(a, (a.size,)), lax_shape.reshape(b, (b.size,))
+    return dot_general(a, b, (((), ()), ((), ())))
+
+
+def tensordot(a, b, /, axes=2) -> Array:
+    """Contract ``axes`` of ``a`` with ``axes`` of ``b``; the result holds a's free axes then b's.
+
+    Args:
+        axes: an int ``n`` (the last ``n`` axes of ``a`` with the first ``n`` of ``b``) or a pair of axis
+            sequences (or ints) of equal length.
+
+    Example::
+
+        >>> fnp.tensordot(fnp.ones((2, 3, 4)), fnp.ones((3, 4, 5)), axes=2).shape
+        (2, 5)
+    """
+    a, b = _operands("tensordot", a, b)
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if not 0 <= n <= min(a.ndim, b.ndim):
+            raise ValueError(f"tensordot: axes={n} must be between 0 and the smaller rank of {short(a)} and "
+                             f"{short(b)}")
+        ca, cb = tuple(range(a.ndim - n, a.ndim)), tuple(range(n))
+    else:
+        try:
+            xa, xb = axes
+        except (TypeError, ValueError):
+            raise ValueError(f"tensordot: axes must be an int or a pair of axis sequences, got {axes!r}") from None
+        xa = (xa,) if isinstance(xa, (int, np.integer)) else tuple(xa)
+        xb = (xb,) if isinstance(xb, (int, np.integer)) else tuple(xb)
+        if len(xa) != len(xb):
+            raise ValueError(f"tensordot: axes must name as many axes of each operand, got {axes!r}")
+        ca = tuple(canonical_axis(i, a.ndim, "tensordot") for i in xa)
+        cb = tuple(canonical_axis(i, b.ndim, "tensordot") for i in xb)
+        if len(set(ca)) != len(ca) or len(set(cb)) != len(cb):
+            raise ValueError(f"tensordot: repeated axis in axes={axes!r}")
+    _check_contract("tensordot", a, b, ca, cb)
+    return dot_general(a, b, ((ca, cb), ((), ())))
+
+
+def vecdot(x1, x2, /, *, axis: int = -1) -> Array:
+    """Dot products of vectors along ``axis``, broadcasting the other dimensions (array API).
+
+    Example::
+
+        >>> fnp.vecdot(fnp.ones((4, 3)), fnp.ones(3)).shape
+        (4,)
+    """
+    a, b = _operands("vecdot", x1, x2)
+    n = max(a.ndim, b.ndim)
+    if n == 0:
+        raise ValueError("vecdot: operands must have at least one dimension, got scalars")
+    ax = canonical_axis(axis, n, "vecdot") - n
+    if -ax > min(a.ndim, b.ndim):
+        raise ValueError(f"vecdot: axis {axis} is not an axis of both {short(a)} and {short(b)}")
+    _check_contract("vecdot", a, b, (a.ndim + ax,), (b.ndim + ax,))
+    a = lax_shape.expand_dims(_move_last(a, a.ndim + ax), (a.ndim - 1,))     # (..., 1, k)
+    b = lax_shape.expand_dims(_move_last(b, b.ndim + ax), (b.ndim,))         # (..., k, 1)
+    out = matmul(a, b)
+    return lax_shape.reshape(out, out.shape[:-2])
+
+
+def _move_last(x, axis: int):
+    return lax_shape.transpose(x, tuple(i for i in range(x.ndim) if i != axis) + (axis,))
+
+
+def kron(a, b, /) -> Array:
+    """Kronecker product (the rank of the smaller operand is padded with leading 1s, as in numpy).
+
+    Example::
+
+        >>> fnp.kron(fnp.eye(2), fnp.ones((2, 2))).shape
+        (4, 4)
+    """
+    a, b = _operands("kron", a, b)
+    n = max(a.ndim, b.ndim)
+    sa, sb = (1,) * (n - a.ndim) + tuple(a.shape), (1,) * (n - b.ndim) + tuple(b.shape)
+    a = lax_shape.reshape(a, tuple(itertools.chain.from_iterable((d, 1) for d in sa)))
+    b = lax_shape.reshape(b, tuple(itertools.chain.from_iterable((1, d) for d in sb)))
+    return lax_shape.reshape(lax.mul(a, b), tuple(x * y for x, y in zip(sa, sb)))
+
+
+# ------------------------------------------------------------------------------------------- diagonal, trace
+def _diagonal_last(x, offset: int = 0):
+    """The (offset) diagonal of the last two axes of ``x`` as its last axis: crop to a square block, flatten it and take every ``L + 1``-th element (exact, NaN-safe)."""
+    n1, n2 = x.shape[-2], x.shape[-1]
+    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
+    length = max(0, min(n1 - r0, n2 - c0))
+    r0, c0 = (r0, c0) if length else (0, 0)
+    lead = tuple(x.shape[:-2])
+    x = lax_shape.slice(x, (0,) * len(lead) + (r0, c0), lead + (r0 + length, c0 + length))
+    x = lax_shape.reshape(x, lead + (length * length,))
+    return lax_shape.slice(x, (0,) * (len(lead) + 1), lead + (length * length,), (1,) * len(lead) + (length + 1,))
+
+
+def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
+    """numpy's ``diagonal``: the diagonal of the ``axis1``/``axis2`` planes, as a new last axis.
+
+    Example::
+
+        >>> fnp.diagonal(fnp.arange(9).reshape(3, 3)).tolist()
+        [0, 4, 8]
+    """
+    a = asarray_like(a)
+    if a.ndim < 2:
+        raise ValueError(f"diagonal: the array must have at least 2 dimensions, got {short(a)}")
+    ax1, ax2 = canonical_axis(axis1, a.ndim, "diagonal"), canonical_axis(axis2, a.ndim, "diagonal")
+    if ax1 == ax2:
+        raise ValueError(f"diagonal: axis1 and axis2 must differ, got {axis1} and {axis2}")
+    rest = tuple(i for i in range(a.ndim) if i not in (ax1, ax2))
+    return _diagonal_last(lax_shape.transpose(a, rest + (ax1, ax2)), int(offset))
+
+
+def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None) -> Array:
+    """Sum along a diagonal (numpy's ``trace``); integers accumulate like ``sum``.
+
+    Example::
+
+        >>> int(fnp.trace(fnp.eye(3)))
+        3
+    """
+    from flfun.numpy._reductions import sum as _sum
+    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+# ------------------------------------------------------------------------------------------------------ einsum
+def _parse_einsum(subscripts: str, ranks: list[int]) -> tuple[list[list[str]], list[str]]:
+    s = subscripts.replace(" ", "")
+    ins, arrow, out = s.partition("->")
+    specs = ins.split(",")
+    if len(specs) != len(ranks):
+        raise ValueError(f"einsum: subscripts {subscripts!r} name {len(specs)} operands but {len(ranks)} were given")
+    if "->" in out or any(c not in ".," + string.ascii_letters for c in ins + out):
+        raise ValueError(f"einsum: invalid subscripts {subscripts!r} (use letters, ',', '->' and '...')")
+    ell_pool = [chr(0x3B1 + i) for i in range(64)]    # stand-ins for the ellipsis dims (never letters a-zA-Z)
+    n_ell, labels = [], []
+    for spec, r in zip(specs, ranks):
+        if spec.count("...") > 1 or spec.replace("...", "").count(".") or ("..." not in spec and len(spec) != r) \
+                or len(spec.replace("...", "")) > r:
+            raise ValueError(f"einsum: subscripts {spec!r} do not fit an operand of rank {r}")
+        n_ell.append(r - len(spec.replace("...", "")) if "..." in spec else 0)
+    m = max(n_ell, default=0)
+    for spec, k in zip(specs, n_ell):
+        head, _, tail = spec.partition("...")
+        labels.append(list(head) + (ell_pool[m - k:m] if "..." in spec else []) + list(tail))
+    if arrow:
+        if out.count("...") > 1 or out.replace("...", "").count("."):
+            raise ValueError(f"einsum: invalid output subscripts {out!r}")
+        head, _, tail = out.partition("...")
+        out_labels = list(head) + (ell_pool[:m] if "..." in out else []) + list(tail)
+        seen = [c for spec in labels for c in spec]
+        for c in out_labels:
+            if out_labels.count(c) > 1 or c not in seen:
+                raise ValueError(f"einsum: output label {c!r} in {subscripts!r} is repeated or not an input label")
+    else:
+        counts = {}
+        for spec in labels:
+            for c in spec:
+                counts[c] = counts.get(c, 0) + 1
+        out_labels = ell_pool[:m] + sorted(c for c, n in counts.items() if n == 1 and c not in ell_pool)
+    return labels, out_labels
+
+
+def _take_diagonals(x, labels: list[str]):
+    """Replace repeated labels of one operand by the diagonal over those axes."""
+    for c in list(dict.fromkeys(labels)):
+        axes = [i for i, lab in enumerate(labels) if lab == c]
+        if len(axes) < 2:
+            continue
+        n = x.shape[axes[0]]
+        if any(x.shape[i] != n for i in axes):
+            raise ValueError(f"einsum: repeated label {c!r} has different sizes in an operand of shape {x.shape}")
+        rest = [i for i in range(x.ndim) if i not in axes]
+        x = lax_shape.transpose(x, tuple(rest + axes))
+        lead = tuple(x.shape[:len(rest)])
+        x = lax_shape.reshape(x, lead + (n ** len(axes),))
+        step = sum(n ** j for j in range(len(axes)))
+        x = lax_shape.slice(x, (0,) * (len(lead) + 1), lead + ((n - 1) * step + 1 if n else 0,),
+                            (1,) * len(lead) + (max(step, 1),))
+        labels = [labels[i] for i in rest] + [c]
+    return x, labels
+
+
+def _sum_labels(x, labels: list[str], gone: Sequence[str]):
+    axes = tuple(i for i, c in enumerate(labels) if c in gone)
+    if not axes:
+        return x, labels
+    return lax_reduce.reduce_sum(x, axes), [c for c in labels if c not in gone]
+
+
+def _contract_pair(x, xl, y, yl, keep: set):
+    both = [c for c in xl if c in yl]
+    batch = [c for c in both if c in keep]
+    contr = [c for c in both if c not in keep]
+    dn = ((tuple(xl.index(c) for c in contr), tuple(yl.index(c) for c in contr)),
+          (tuple(xl.index(c) for c in batch), tuple(yl.index(c) for c in batch)))
+    out = dot_general(x, y, dn)
+    return out, batch + [c for c in xl if c not in both] + [c for c in yl if c not in both]
+
+
+def _einsum_order(ops: list, optimize) -> list[tuple[int, int]]:
+    """Pairwise contraction order: numpy's einsum_path (greedy/optimal) on placeholder arrays, else left to right."""
+    n = len(ops)
+    if n <= 2 or not optimize:
+        return [(0, 1)] * (n - 1)
+    letters = {}
+    for _, lab in ops:
+        for c in lab:
+            letters.setdefault(c, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[len(letters) % 52])
+    if len(letters) > 52:
+        return [(0, 1)] * (n - 1)
+    spec = ",".join("".join(letters[c] for c in lab) for _, lab in ops)
+    dummies = [np.broadcast_to(np.zeros((), np.float32), x.shape) for x, _ in ops]
+    strategy = optimize if isinstance(optimize, str) else "greedy"
+    path = [tuple(sorted(p)) for p in np.einsum_path(spec, *dummies, optimize=strategy)[0][1:]]
+    return path if all(len(p) == 2 for p in path) else [(0, 1)] * (n - 1)
+
+
+def einsum(subscripts: str, /, *operands, optimize="greedy", dtype=None) -> Array:
+    """Einstein summation: ``'ij,jk->ik'``, ``'bij,bjk->bik'``, ``'...ij,...jk'``, ``'ii->i'``, ``'ii'`` ...
+
+    Each pairwise contraction is one ``dot_general`` (labels shared and still needed become batch dims,
+    shared and unneeded ones are contracted); labels used by one operand only are summed first; a repeated
+    label within an operand takes a diagonal. With three or more operands the pair order comes from numpy's
+    ``einsum_path`` (``optimize='greedy'`` or ``'optimal'``; ``False`` contracts left to right). Size-1
+    dimensions broadcast against other operands, as in numpy. The interleaved ``einsum(op, sublist, ...)``
+    form is not supported.
+
+    Example::
+
+        >>> fnp.einsum("bi,bj->bij", fnp.ones((4, 2)), fnp.ones((4, 3))).shape
+        (4, 2, 3)
+    """
+    if not isinstance(subscripts, str):
+        raise ValueError("einsum: the first argument must be a subscripts string such as 'ij,jk->ik' "
+                         "(the interleaved operand/sublist form is not supported)")
+    if not operands:
+        raise ValueError("einsum: at least one operand is required")
+    arrays = _operands("einsum", *operands)
+    if dtype is not None:
+        arrays = [lax.convert_element_type(x, np.dtype(dtype)) if x.dtype != np.dtype(dtype) else x
+                  for x in arrays]
+    in_labels, out_labels = _parse_einsum(subscripts, [x.ndim for x in arrays])
+    ops = [_take_diagonals(x, lab) for x, lab in zip(arrays, in_labels)]
+    sizes = {}
+    for x, lab in ops:
+        for c, d in zip(lab, x.shape):
+            if sizes.get(c, 1) not in (1, d) and d != 1:
+                raise ValueError(f"einsum: label {c!r} has sizes {sizes[c]} and {d} in {subscripts!r}")
+            sizes[c] = max(sizes.get(c, 1), d)
+    for i, (x, lab) in enumerate(ops):     # size-1 dims broadcast: drop them where another operand is larger
+        drop = [j for j, c in enumerate(lab) if x.shape[j] == 1 and sizes[c] > 1]
+        ops[i] = (_drop_axes(x, drop), [c for j, c in enumerate(lab) if j not in drop])
+    for i, (x, lab) in enumerate(ops):
+        elsewhere = set(out_labels).union(*[set(lb) for j, (_, lb) in enumerate(ops) if j != i])
+        ops[i] = _sum_labels(x, lab, [c for c in lab if c not in elsewhere])
+    for p in _einsum_order(ops, optimize):
+        (x, xl), (y, yl) = ops[p[0]], ops[p[1]]
+        rest = [o for k, o in enumerate(ops) if k not in p]
+        keep = set(out_labels).union(*[set(lb) for _, lb in rest])
+        ops = rest + [_contract_pair(x, xl, y, yl, keep)]
+    x, lab = ops[0]
+    x, lab = _sum_labels(x, lab, [c for c in lab if c not in out_labels])
+    return lax_shape.transpose(x, tuple(lab.index(c) for c in out_labels))
+

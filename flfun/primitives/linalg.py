@@ -38,27 +38,28 @@ dot_general_p = Primitive("dot_general")
 @dot_general_p.def_abstract_eval
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
-    ops = f"{short(lhs)} and {short(rhs)}"
+    ls, rs = lhs.shape, rhs.shape
     if lhs.dtype != rhs.dtype:
-        raise TypeError(f"dot_general: operands must have the same dtype, got {ops} "
+        raise TypeError(f"dot_general: operands must have the same dtype, got {short(lhs)} and {short(rhs)} "
                         f"(flfun.numpy promotes; lax does not)")
-    check_kinds("dot_general", "any", lhs)
-    for side, x, c, b in (("lhs", lhs, lc, lb), ("rhs", rhs, rc, rb)):
-        dims = tuple(c) + tuple(b)
-        if any(not 0 <= d < len(x.shape) for d in dims) or len(set(dims)) != len(dims):
-            raise TypeError(f"dot_general: {side} contracting dimensions {tuple(c)} and batch dimensions "
-                            f"{tuple(b)} must be distinct and within the rank of {short(x)}, got {ops}")
+    for side, x, dims in (("lhs", lhs, lc + lb), ("rhs", rhs, rc + rb)):
+        if len(set(dims)) != len(dims) or any(not 0 <= d < len(x.shape) for d in dims):
+            c, b = (lc, lb) if side == "lhs" else (rc, rb)
+            raise TypeError(f"dot_general: {side} contracting dimensions {c} and batch dimensions {b} must be "
+                            f"distinct and within the rank of {short(x)}, got {short(lhs)} and {short(rhs)}")
     for what, a, b in (("contracting", lc, rc), ("batch", lb, rb)):
         if len(a) != len(b):
-            raise TypeError(f"dot_general: lhs and rhs need as many {what} dimensions, got {tuple(a)} and "
-                            f"{tuple(b)} for {ops}")
-        if any(lhs.shape[i] != rhs.shape[j] for i, j in zip(a, b)):
-            raise TypeError(f"dot_general: {what} dimensions must match, got {ops} (lhs dimensions "
-                            f"{tuple(a)}, rhs dimensions {tuple(b)})")
-    shape = (tuple(lhs.shape[d] for d in lb) + tuple(lhs.shape[d] for d in _remaining(len(lhs.shape), lc, lb))
-             + tuple(rhs.shape[d] for d in _remaining(len(rhs.shape), rc, rb)))
-    dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
-    return ShapedArray(shape, dtype, is_weak(lhs) and is_weak(rhs) and preferred_element_type is None)
+            raise TypeError(f"dot_general: lhs and rhs need as many {what} dimensions, got {a} and {b} for "
+                            f"{short(lhs)} and {short(rhs)}")
+        for i, j in zip(a, b):
+            if ls[i] != rs[j]:
+                raise TypeError(f"dot_general: {what} dimensions must match, got {short(lhs)} and {short(rhs)} "
+                                f"(lhs dimensions {a}, rhs dimensions {b})")
+    shape = (tuple(ls[d] for d in lb) + tuple(n for d, n in enumerate(ls) if d not in lc and d not in lb)
+             + tuple(n for d, n in enumerate(rs) if d not in rc and d not in rb))
+    if preferred_element_type is None:
+        return ShapedArray(shape, lhs.dtype, is_weak(lhs) and is_weak(rhs))
+    return ShapedArray(shape, preferred_element_type)
 
 
 @dot_general_p.def_jvp
@@ -136,8 +137,7 @@ def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
     """
     try:
         (lc, rc), (lb, rb) = dimension_numbers
-        dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
-              (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
+        dn = ((tuple(map(int, lc)), tuple(map(int, rc))), (tuple(map(int, lb)), tuple(map(int, rb))))
     except (TypeError, ValueError):
         raise ValueError(f"dot_general: dimension_numbers must be ((lhs_contracting, rhs_contracting), "
                          f"(lhs_batch, rhs_batch)), got {dimension_numbers!r}") from None

@@ -9,7 +9,10 @@ otherwise the result is copied into it.
 """
 from __future__ import annotations
 
+import itertools
 from math import prod
+
+from flfun.primitives.linalg import conv_output_shape
 
 
 def _merge_is_view(x, groups) -> bool:
@@ -66,6 +69,15 @@ def _dot_general(xp):
     return dot_general
 
 
+def _scatter_is_cheaper(C, O, K, T, S, N) -> bool:
+    """Cost model (ns per example, measured on one core): im2col copies C*K*S column entries; the scatter form
+    writes O*K*T products and adds O*K*S of them, but multiplies no padding zeros."""
+    flop = 0.07
+    im2col = 2.8 * C * K * S + 2 * flop * O * C * K * S
+    scatter = 1.1 * O * K * (T + S) + C * T + 2 * flop * O * C * K * T + 5000 * K / max(N, 1)
+    return scatter < im2col
+
+
 def _conv(xp):
     as_strided = xp.lib.stride_tricks.as_strided
 
@@ -82,45 +94,76 @@ def _conv(xp):
         crop = tuple(slice(max(-lo, 0), max(max(-lo, 0), f - max(-hi, 0))) for f, (lo, hi) in zip(full, padding))
         return buf[(slice(None), slice(None)) + crop]
 
+    def scatter_conv(x, w, padding, rhs_dilation, osz):
+        """Stride-1 conv as one GEMM at every input position, then one shifted add per kernel offset
+        (col2im): ``out[o, n, s] = sum_k y[o, k, n, s + k * r - lo]``. Returns ``(O, N, *osz)``."""
+        (N, C), T, (O, K) = x.shape[:2], tuple(x.shape[2:]), (w.shape[0], tuple(w.shape[2:]))
+        sp = tuple(range(2, 2 + len(T)))
+        x2 = xp.reshape(xp.transpose(x, (1, 0) + sp), (C, N * prod(T)))
+        w2 = xp.reshape(xp.transpose(w, (0,) + sp + (1,)), (O * prod(K), C))
+        y = xp.reshape(xp.matmul(w2, x2), (O,) + K + (N,) + T)
+        res = xp.zeros((O, N) + osz, x.dtype)
+        every = (slice(None),)
+        for kk in itertools.product(*map(range, K)):
+            dst, src = [], []
+            for k, r, (lo, _), t, s in zip(kk, rhs_dilation, padding, T, osz):
+                shift = k * r - lo
+                a, b = max(0, -shift), min(s, t - shift)
+                dst.append(slice(a, max(a, b)))
+                src.append(slice(a + shift, max(a, b) + shift))
+            if all(d.stop > d.start for d in dst):
+                res[every * 2 + tuple(dst)] += y[every + kk + every + tuple(src)]
+        return res
+
     def conv(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
              feature_group_count, batch_group_count, out=None):
         lspec, rspec, ospec = dimension_numbers
-        x = dilate_pad(xp.transpose(lhs, lspec), padding, lhs_dilation)    # (N, C, *S)
-        w = xp.transpose(rhs, rspec)                                       # (O, I, *K)
-        G, B = feature_group_count, batch_group_count
-        (N, C), (O, Cg), ksz = x.shape[:2], w.shape[:2], w.shape[2:]
-        osz = tuple(max(0, (n - ((k - 1) * r + 1)) // s + 1) if n >= (k - 1) * r + 1 else 0
-                    for n, k, s, r in zip(x.shape[2:], ksz, window_strides, rhs_dilation))
+        x = xp.transpose(lhs, lspec)                                       # (N, C, *T)
+        w = xp.transpose(rhs, rspec)                                       # (O, Cg, *K)
+        B, G = batch_group_count, feature_group_count
+        (N, C), (O, Cg), ksz, ns = x.shape[:2], w.shape[:2], tuple(w.shape[2:]), x.ndim - 2
+        osz = conv_output_shape(x.shape[2:], ksz, window_strides, padding, lhs_dilation, rhs_dilation)
+        final = tuple(sorted(range(ns + 2), key=ospec.__getitem__))
+        BG, Nb, K, S = B * G, N // B, prod(ksz), prod(osz)
+        if BG == 1 and all(s == 1 for s in window_strides) and all(d == 1 for d in lhs_dilation) \
+                and _scatter_is_cheaper(C, O, K, prod(x.shape[2:]), S, N):
+            res = xp.transpose(scatter_conv(x, w, padding, rhs_dilation, osz),
+                               tuple(((1, 0) + tuple(range(2, ns + 2)))[i] for i in final))
+            return _finish(xp, res, out)
+        x = dilate_pad(x, padding, lhs_dilation)                           # (N, C, *S)
         st = x.strides[2:]
-        kst = tuple(s * r for s, r in zip(st, rhs_dilation))
-        ost = tuple(s * w_ for s, w_ in zip(st, window_strides))
-        K, S, Oq, Nb = prod(ksz), prod(osz), O // (G * B), N // B
-        wm = xp.reshape(w, (B, 1, G, Oq, Cg * K))
-        # lay the column matrix out so that the copy's innermost run is the longer contiguous one
-        if osz and ksz[-1] * (rhs_dilation[-1] == 1) > osz[-1] * (window_strides[-1] == 1):
-            win = as_strided(x, x.shape[:2] + osz + ksz, x.strides[:2] + ost + kst)       # (N, C, *O, *K)
-            perm = (0,) + tuple(range(2, 2 + len(osz))) + (1,) + tuple(range(2 + len(osz), win.ndim))
-            cols = xp.reshape(xp.transpose(win, perm), (B, Nb, S, G, Cg * K))
-            res = matmul_t(cols, wm)                                                       # (B, Nb, G, Oq, S)
-        else:
-            win = as_strided(x, x.shape[:2] + ksz + osz, x.strides[:2] + kst + ost)       # (N, C, *K, *O)
-            cols = xp.reshape(win, (B, Nb, G, Cg * K, S))
-            if out is not None and B == 1 and tuple(ospec) == tuple(range(len(ospec))) and out.flags.c_contiguous:
-                xp.matmul(wm, cols, out=xp.reshape(out, (1, Nb, G, Oq, S)))
+        win = as_strided(x, (N, C) + ksz + osz, x.strides[:2] + tuple(s * r for s, r in zip(st, rhs_dilation))
+                         + tuple(s * w_ for s, w_ in zip(st, window_strides)))          # (N, C, *K, *O), a view
+        win = xp.reshape(win, (B, Nb, G, C // G) + ksz + osz)
+        kax, oax = tuple(range(4, 4 + ns)), tuple(range(4 + ns, 4 + 2 * ns))
+        wm = xp.reshape(w, (BG, O // BG, Cg * K))
+        # copy the columns so that the copy's innermost run is the longer contiguous one; one GEMM per group
+        sck = bool(osz) and ksz[-1] * (rhs_dilation[-1] == 1) > osz[-1] * (window_strides[-1] == 1)
+        if sck:    # rows (n, *O), columns (c, *K): result (n, *O, o)
+            cols = xp.reshape(xp.transpose(win, (0, 2, 1) + oax + (3,) + kax), (BG, Nb * S, Cg * K))
+            raw_shape, to_canonical = (B, G, Nb) + osz + (O // BG,), (2, 0, 1, 3 + ns) + tuple(range(3, 3 + ns))
+        else:      # rows (c, *K), columns (n, *O): result (o, n, *O)
+            cols = xp.reshape(xp.transpose(win, (0, 2, 3) + kax + (1,) + oax), (BG, Cg * K, Nb * S))
+            raw_shape, to_canonical = (B, G, O // BG, Nb) + osz, (3, 0, 1, 2) + tuple(range(4, 4 + ns))
+        if BG == 1:
+            a, b = (cols[0], wm[0].T) if sck else (wm[0], cols[0])
+            full = [to_canonical[0]] + [to_canonical[3 + i] for i in range(ns + 1)]   # without the B, G axes
+            comp = tuple(sorted(full).index(full[i]) for i in final)
+            if out is not None and out.flags.c_contiguous and comp == tuple(range(ns + 2)):
+                xp.matmul(a, b, out=xp.reshape(out, (a.shape[0], b.shape[1])))
                 return out
-            res = xp.matmul(wm, cols)
-        if B > 1:
-            res = xp.swapaxes(res, 0, 1)
-        res = xp.transpose(xp.reshape(res, (Nb, O) + osz), tuple(sorted(range(len(ospec)), key=ospec.__getitem__)))
-        if out is not None:
-            xp.copyto(out, res)
-            return out
-        return res
-
-    def matmul_t(cols, wm):
-        """``(B, Nb, S, G, CK) x (B, 1, G, Oq, CK) -> (B, Nb, G, Oq, S)``."""
-        return xp.swapaxes(xp.matmul(xp.swapaxes(cols, 2, 3), xp.swapaxes(wm, -1, -2)), -1, -2)
+            return _finish(xp, xp.transpose(xp.reshape(xp.matmul(a, b), raw_shape[2:]), comp), out)
+        raw = xp.matmul(cols, xp.swapaxes(wm, -1, -2)) if sck else xp.matmul(wm, cols)
+        res = xp.reshape(xp.transpose(xp.reshape(raw, raw_shape), to_canonical), (Nb, O) + osz)
+        return _finish(xp, xp.transpose(res, final), out)
     return conv
+
+
+def _finish(xp, res, out):
+    if out is None:
+        return res
+    xp.copyto(out, res)
+    return out
 
 
 def impls(xp) -> dict:
