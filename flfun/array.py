@@ -198,9 +198,20 @@ def _forward(name, reflected=False):
     return method
 
 
+def _forward_axis(name):
+    def method(self, axis=None, **kwargs):
+        return getattr(_fnp(), name)(self, axis=axis, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"``flfun.numpy.{name}(self, axis=axis, ...)`` (``axis`` may be passed positionally)."
+    return method
+
+
 for _name in ("sum", "mean", "max", "min", "prod", "std", "var", "any", "all", "argmax", "argmin", "cumsum",
-              "cumprod", "clip", "round", "squeeze", "flatten", "ravel", "dot", "conj", "sort", "argsort",
-              "nonzero", "repeat", "take", "swapaxes", "trace", "diagonal"):
+              "cumprod"):
+    setattr(Array, _name, _forward_axis(_name))
+
+for _name in ("clip", "round", "squeeze", "flatten", "ravel", "dot", "conj", "sort", "argsort", "nonzero", "repeat",
+              "take", "swapaxes", "trace", "diagonal"):
     setattr(Array, _name, _forward(_name))
 
 for _op, _fn in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "divide"),

@@ -45,7 +45,9 @@ def canonical_axis(axis: int, ndim: int, op: str) -> int:
             axis = int(axis.__index__())
         except Exception:
             raise TypeError(f"{op}: axis must be an integer, got {axis!r}") from None
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+    if ndim == 0 and axis in (0, -1):
+        return 0
+    if not -ndim <= axis < ndim:
         raise ValueError(f"{op}: axis {axis} is out of bounds for an array of rank {ndim}")
     return axis % ndim if ndim else 0
 
