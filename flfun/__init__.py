@@ -19,6 +19,7 @@ from flfun.tree import (register_dataclass, register_pytree_node, tree_flatten, 
                         tree_structure, tree_unflatten)
 from flfun import lax  # noqa: E402
 from flfun import numpy  # noqa: E402
+from flfun.numpy import from_dlpack  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = [
@@ -26,5 +27,5 @@ __all__ = [
     "config", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap",
     "stop_gradient", "get_aval", "register_pytree_node", "register_dataclass", "tree_map", "tree_flatten",
     "tree_unflatten", "tree_leaves", "tree_structure", "ConcretizationError", "UnexpectedTracerError",
-    "numpy", "lax", "jit", "make_ir",
+    "numpy", "lax", "from_dlpack", "jit", "make_ir",
 ]

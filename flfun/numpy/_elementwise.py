@@ -243,7 +243,7 @@ def isfinite(x, /):
     """Elementwise finiteness test (always True for integers)."""
     x = asarray_like(x)
     if not dtypes.is_float(x.dtype):
-        return full_like_bool(x, True)
+        return _full_bool(x, True)
     return lax.is_finite(x)
 
 
@@ -251,7 +251,7 @@ def isnan(x, /):
     """Elementwise NaN test."""
     x = asarray_like(x)
     if not dtypes.is_float(x.dtype):
-        return full_like_bool(x, False)
+        return _full_bool(x, False)
     return lax.ne(x, x)
 
 
@@ -259,11 +259,11 @@ def isinf(x, /):
     """Elementwise test for +inf or -inf."""
     x = asarray_like(x)
     if not dtypes.is_float(x.dtype):
-        return full_like_bool(x, False)
+        return _full_bool(x, False)
     return lax.and_(lax.not_(lax.is_finite(x)), lax.eq(x, x))
 
 
-def full_like_bool(x, value: bool):
+def _full_bool(x, value: bool):
     from flfun.primitives.shape import full
     return full(x.shape, value, dtypes.bool_)
 
@@ -462,3 +462,14 @@ def nan_to_num(x, /, nan=0.0, posinf=None, neginf=None):
 
 
 del builtins, _prims
+
+__all__ = ["abs", "absolute", "acos", "acosh", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
+           "arctan2", "arctanh", "around", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
+           "bitwise_invert", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
+           "bitwise_xor", "ceil", "clip", "conj", "conjugate", "copysign", "cos", "cosh", "divide", "divmod",
+           "equal", "exp", "exp2", "expm1", "float_power", "floor", "floor_divide", "fmod", "greater",
+           "greater_equal", "hypot", "invert", "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal",
+           "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or",
+           "logical_xor", "maximum", "minimum", "mod", "multiply", "nan_to_num", "negative", "not_equal",
+           "positive", "pow", "power", "real", "reciprocal", "remainder", "right_shift", "round", "sign",
+           "signbit", "sin", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc", "where"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from flfun import dtypes
-from flfun.core import Trace, Tracer, full_raise, get_aval, missing_rule, new_main
+from flfun.array import Array
+from flfun.core import Trace, Tracer, full_raise, get_aval, missing_rule, new_main, to_array
 from flfun.ir import Program, eval_program
 from flfun.primitives.common import Zero, instantiate, is_zero, tangent_aval
 from flfun.transforms.staging import ProgramBuilder, StagingTrace
@@ -63,8 +64,15 @@ def _check_tangent(i, p, t):
                          f"they must match")
 
 
+def as_arrays(xs: list) -> list:
+    """Python scalars and numpy values become Arrays, so rules can rely on ``.dtype`` and ``.shape``."""
+    return [x if isinstance(x, Array) else to_array(x) for x in xs]
+
+
 def jvp_flat(f: Callable, primals: list, tangents: list) -> tuple[list, list]:
     """Flat jvp: ``f(*primals) -> list``; tangents may be ``Zero``; output tangents may be ``Zero``."""
+    primals = as_arrays(primals)
+    tangents = [t if is_zero(t) else (t if isinstance(t, Array) else to_array(t)) for t in tangents]
     with new_main(JVPTrace) as main:
         trace = main.trace
         ins = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
@@ -109,6 +117,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
 def linearize_flat(f: Callable, primals: list):
     """Run ``f``'s jvp with staged tangents. Returns primal outputs, the linear program, its constants and
     which output tangents are symbolically zero (those are not program outputs)."""
+    primals = as_arrays(primals)
     builder = ProgramBuilder()
     with new_main(StagingTrace, builder) as smain:
         strace = smain.trace

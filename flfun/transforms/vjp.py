@@ -14,7 +14,7 @@ from flfun.config import config
 from flfun.core import ShapedArray, _state, get_aval, missing_rule
 from flfun.ir import Literal, Program
 from flfun.primitives.common import Zero, instantiate, is_zero
-from flfun.transforms.jvp import flatten_fun, linearize_flat
+from flfun.transforms.jvp import as_arrays, flatten_fun, linearize_flat
 from flfun.tree import tree_flatten, tree_map, tree_structure, tree_unflatten
 
 
@@ -81,6 +81,7 @@ def backward_pass(program: Program, consts: list, cts_out: Sequence) -> list:
 def vjp_flat(f: Callable, primals: list):
     """``(outputs, f_vjp)`` for a flat function: on the eager tape when nothing is being traced and every
     primal is concrete (fast), else by linearize + transpose (works under any transform)."""
+    primals = as_arrays(primals)
     if _state.eager and config.eager_tape and all(type(p) is Array for p in primals):
         from flfun.transforms.tape import tape_vjp_flat
         return tape_vjp_flat(f, primals)
