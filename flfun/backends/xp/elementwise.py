@@ -31,12 +31,19 @@ def impls(xp) -> dict:
     def shift_left(x, y):
         return xp.where(y >= x.dtype.itemsize * 8, 0, xp.left_shift(x, y)).astype(x.dtype)
 
-    def select_n(which, *cases):
+    def select_n(which, *cases, out=None):
+        if out is not None and len(cases) == 2 and which.dtype == bool and xp.__name__ == "numpy":
+            return _bitselect(xp, which, cases[0], cases[1], out)
         if len(cases) == 1:
-            return xp.broadcast_to(cases[0], xp.broadcast_shapes(xp.shape(which), xp.shape(cases[0]))).copy()
-        if which.dtype == bool:
-            return xp.where(which, cases[1], cases[0])
-        return xp.choose(which, cases)
+            res = xp.broadcast_to(cases[0], xp.broadcast_shapes(xp.shape(which), xp.shape(cases[0]))).copy()
+        elif which.dtype == bool:
+            res = xp.where(which, cases[1], cases[0])
+        else:
+            res = xp.choose(which, cases)
+        if out is None:
+            return res
+        xp.copyto(out, res)
+        return out
 
     def integer_pow(x, *, y):
         if y == 2:
@@ -78,3 +85,18 @@ def _div(xp):
             return (q + fix).astype(x.dtype, copy=False)
         return xp.true_divide(x, y, out=out)
     return div
+
+
+def _bitselect(xp, which, on_false, on_true, out):
+    """``where(which, on_true, on_false)`` into ``out`` with bit operations: numpy's where branches per element
+    and a random mask (ReLU's) makes it ~8x slower. Bit-identical to where, NaN payloads and -0.0 included."""
+    on_false, on_true = xp.asarray(on_false), xp.asarray(on_true)
+    u = xp.dtype(f"u{out.dtype.itemsize}")
+    o, f, t = out.view(u), on_false.view(u), on_true.view(u)
+    if f.ndim == 0 and f == 0:
+        xp.multiply(t, which, out=o)                 # the bits of on_true times 0 or 1
+    else:                                            # f ^ ((f ^ t) * which)
+        xp.bitwise_xor(f, t, out=o)
+        xp.multiply(o, which, out=o)
+        xp.bitwise_xor(o, f, out=o)
+    return out
