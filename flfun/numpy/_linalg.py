@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import string
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from flfun.primitives import shape as lax_shape
 from flfun.primitives.linalg import dot_general
 from flfun.util import canonical_axis
 
-__all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "vecdot", "kron", "diagonal", "trace"]
+__all__ = ["diagonal", "dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot", "vecdot"]
 
 
 def _operands(op: str, *xs) -> list:

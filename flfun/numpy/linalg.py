@@ -8,22 +8,34 @@ svdvals, matrix_rank, tensorinv, tensorsolve, and matrix norms of order 2, -2 an
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from flfun.array import Array
 from flfun.core import short
-from flfun.numpy._linalg import _diagonal_last, _operands, matmul, tensordot, vecdot  # noqa: F401
+from flfun.numpy._linalg import _diagonal_last, _operands, matmul, tensordot, vecdot
 from flfun.numpy._linalg import outer as _outer
 from flfun.numpy._linalg import trace as _trace
-from flfun.numpy._manipulation import matrix_transpose  # noqa: F401
+from flfun.numpy._manipulation import matrix_transpose
 from flfun.numpy._promote import asarray_like, to_float
 from flfun.primitives import elementwise as lax
 from flfun.primitives import reduce as lax_reduce
 from flfun.primitives import shape as lax_shape
 from flfun.util import canonical_axes, canonical_axis
 
-__all__ = ["matmul", "tensordot", "vecdot", "matrix_transpose", "outer", "cross", "diagonal", "trace",
-           "vector_norm", "matrix_norm", "norm", "matrix_power"]
+__all__ = [
+    "cross",
+    "diagonal",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_transpose",
+    "norm",
+    "outer",
+    "tensordot",
+    "trace",
+    "vecdot",
+    "vector_norm",
+]
 
 _UNSUPPORTED = ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "pinv", "qr", "slogdet",
                 "solve", "svd", "svdvals", "matrix_rank", "tensorinv", "tensorsolve", "cond", "multi_dot")

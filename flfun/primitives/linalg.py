@@ -5,7 +5,8 @@ Impls are in ``flfun/backends/xp/linalg.py``.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
@@ -422,5 +423,10 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
                 batch_group_count=int(batch_group_count))
 
 
-__all__ = ["dot_general", "conv_general_dilated", "ConvDimensionNumbers", "conv_dimension_numbers",
-           "conv_output_shape"]
+__all__ = [
+    "ConvDimensionNumbers",
+    "conv_dimension_numbers",
+    "conv_general_dilated",
+    "conv_output_shape",
+    "dot_general",
+]
