@@ -1,25 +1,41 @@
-"""Collectives over named mapped axes: psum, pmax, pmin (and pmean), axis_index.
+"""Collectives over named mapped axes: psum, pmax, pmin, pmean, all_gather, psum_scatter, ppermute, all_to_all,
+axis_index, axis_size.
 
-A collective names the axes it reduces over (``axes``); ``bind`` routes it to the trace that maps that axis
-(``vmap(..., axis_name=)`` or ``pmap``), whose batching rule does the reduction, so the same code runs under
-both. Outside any mapped axis of that name it is an error.
+A collective names the axes it works over (``axes``); ``bind`` routes it to the trace that maps that axis. Under
+``vmap(..., axis_name=)`` the batching rules below do the work on the stacked members; under ``pmap`` the
+collective is staged into each device's program and its impl (``flfun/backends/xp/collective.py``) talks to a
+communicator. Same rules, same results. Outside any mapped axis of that name a collective is an error.
 """
 from __future__ import annotations
 
 from flfun import dtypes
-from flfun.core import Primitive, ShapedArray, axis_main, bind, is_weak
-from flfun.primitives.common import Zero, is_zero, not_mapped, tangent_aval_of
+from flfun.core import Primitive, ShapedArray, axis_main, bind, is_weak, short
+from flfun.primitives.common import (Zero, instantiate, is_zero, linear_jvp, moveaxis, moveaxis_to_front,
+                                     not_mapped, tangent_aval_of)
+from flfun.util import canonical_axis
 
 
 def _axes(axis_name) -> tuple:
     return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 
 
-def _collective(name: str) -> Primitive:
+def _one_axis(axis_name, op: str):
+    axes = _axes(axis_name)
+    if len(axes) != 1:
+        raise ValueError(f"{op}: axis_name must name one mapped axis, got {axis_name!r}")
+    return axes[0]
+
+
+def _collective(name: str, abstract_eval=None) -> Primitive:
     p = Primitive(name)
     p.collective = True
-    p.def_abstract_eval(lambda x, *, axes: ShapedArray(x.shape, x.dtype, is_weak(x)))
+    p.def_abstract_eval(abstract_eval or (lambda x, *, axes: ShapedArray(x.shape, x.dtype, is_weak(x))))
     return p
+
+
+def _S():
+    from flfun.primitives import shape
+    return shape
 
 
 def _reduce_batch(prim, reduce_fn, scale_unmapped):
@@ -40,8 +56,7 @@ psum_p = _collective("psum")
 
 def _psum_unmapped(x, size):
     from flfun.primitives.elementwise import mul
-    from flfun.primitives.shape import full
-    return mul(x, full((), size, x.dtype))
+    return mul(x, _S().full((), size, x.dtype))
 
 
 def _reduce_sum(x, axes):
@@ -76,7 +91,13 @@ def psum(x, axis_name):
 
 
 def axis_size(axis_name) -> int:
-    """The size of the named mapped axis (a static Python int)."""
+    """The size of the named mapped axis, or the product of the sizes of a tuple of names (a Python int).
+
+    Example::
+
+        >>> fl.vmap(lambda v: v * axis_size('i'), axis_name='i')(fnp.ones(3)).tolist()
+        [3.0, 3.0, 3.0]
+    """
     size = 1
     for name in _axes(axis_name):
         size *= axis_main(name, "axis_size").global_data.size
@@ -84,12 +105,17 @@ def axis_size(axis_name) -> int:
 
 
 def pmean(x, axis_name):
-    """Mean of ``x`` over the named mapped axis: ``psum(x, name) / axis_size(name)``."""
+    """Mean of ``x`` over the named mapped axis: ``psum(x, name) / axis_size(name)``.
+
+    Example::
+
+        >>> fl.vmap(lambda v: pmean(v, 'i'), axis_name='i')(fnp.arange(3.0)).tolist()
+        [1.0, 1.0, 1.0]
+    """
     from flfun.primitives.elementwise import div
-    from flfun.primitives.shape import full
     from flfun.tree import tree_map
     n = axis_size(axis_name)
-    return tree_map(lambda s: div(s, full((), n, s.dtype)), psum(x, axis_name))
+    return tree_map(lambda s: div(s, _S().full((), n, s.dtype)), psum(x, axis_name))
 
 
 # ---------------------------------------------------------------------------------------------------- pmax/pmin
@@ -119,13 +145,261 @@ pmin_p = _extreme("pmin", "reduce_min")
 
 
 def pmax(x, axis_name):
-    """Maximum of ``x`` over the named mapped axis."""
+    """Maximum of ``x`` over the named mapped axis: ``fl.vmap(lambda v: pmax(v, 'i'), axis_name='i')(x)``."""
     return bind(pmax_p, x, axes=_axes(axis_name))
 
 
 def pmin(x, axis_name):
-    """Minimum of ``x`` over the named mapped axis."""
+    """Minimum of ``x`` over the named mapped axis: ``fl.vmap(lambda v: pmin(v, 'i'), axis_name='i')(x)``."""
     return bind(pmin_p, x, axes=_axes(axis_name))
+
+
+# --------------------------------------------------------------------------------------------------- all_gather
+def _all_gather_abstract_eval(x, *, axes, axis, axis_size, tiled):
+    shape = list(x.shape)
+    if not 0 <= axis <= len(shape) - tiled:
+        raise ValueError(f"all_gather: axis {axis} is out of range for {short(x)} (tiled={tiled})")
+    if tiled:
+        shape[axis] *= axis_size
+    else:
+        shape.insert(axis, axis_size)
+    return ShapedArray(shape, x.dtype, is_weak(x))
+
+
+all_gather_p = _collective("all_gather", _all_gather_abstract_eval)
+all_gather_p.def_jvp(linear_jvp(all_gather_p))
+
+
+@all_gather_p.def_transpose
+def _all_gather_transpose(ct, x, *, axes, axis, axis_size, tiled):
+    # member i's input appears in slot i of every member's output: sum those slots over the members
+    return [psum_scatter_p.bind(ct, axes=axes, scatter_dimension=axis, axis_size=axis_size, tiled=tiled)]
+
+
+def _merge_dims(x, d: int):
+    """Merge dimensions ``d`` and ``d + 1`` of ``x`` (row-major)."""
+    s = tuple(x.shape)
+    return _S().reshape(x, s[:d] + (s[d] * s[d + 1],) + s[d + 2:])
+
+
+@all_gather_p.def_batch
+def _all_gather_batch(frame, args, dims, *, axes, axis, axis_size, tiled):
+    (x,), (d,) = args, dims
+    x = moveaxis_to_front(x, d, frame.size)
+    if frame.name not in axes:
+        return all_gather_p.bind(x, axes=axes, axis=axis + 1, axis_size=axis_size, tiled=tiled), 0
+    out = moveaxis(x, 0, axis)           # every member sees all members' values, stacked in member order
+    return (_merge_dims(out, axis) if tiled else out), not_mapped
+
+
+def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
+    """Every member's ``x`` (a pytree), stacked along a new dimension ``axis`` in member order, or with
+    ``tiled=True`` concatenated along the existing dimension ``axis``. A tuple of names gathers over all of
+    them, the first name varying slowest.
+
+    Example::
+
+        >>> fl.vmap(lambda v: all_gather(v, 'i'), axis_name='i')(fnp.arange(3.0))[0].tolist()
+        [0.0, 1.0, 2.0]
+    """
+    from flfun.tree import tree_map
+    names = _axes(axis_name)
+    sizes = [axis_size(n) for n in names]
+
+    def one(a):
+        nd = len(a.shape)
+        ax = canonical_axis(axis, nd if tiled else nd + 1, "all_gather axis")
+        if not tiled and len(names) > 1:
+            a = _S().expand_dims(a, (ax,))
+        for name, n in zip(reversed(names), reversed(sizes)):
+            tile = tiled or len(names) > 1
+            a = bind(all_gather_p, a, axes=(name,), axis=ax, axis_size=n, tiled=tile)
+        return a
+    return tree_map(one, x)
+
+
+# ------------------------------------------------------------------------------------------------- psum_scatter
+def _psum_scatter_abstract_eval(x, *, axes, scatter_dimension, axis_size, tiled):
+    shape = list(x.shape)
+    d = scatter_dimension
+    if not 0 <= d < len(shape):
+        raise ValueError(f"psum_scatter: scatter_dimension {d} is out of range for {short(x)}")
+    if tiled:
+        if shape[d] % axis_size:
+            raise ValueError(f"psum_scatter: dimension {d} of {short(x)} must be divisible by the axis size "
+                             f"{axis_size} (tiled=True)")
+        shape[d] //= axis_size
+    else:
+        if shape[d] != axis_size:
+            raise ValueError(f"psum_scatter: dimension {d} of {short(x)} must equal the axis size {axis_size} "
+                             f"(or pass tiled=True)")
+        del shape[d]
+    return ShapedArray(shape, x.dtype, is_weak(x))
+
+
+psum_scatter_p = _collective("psum_scatter", _psum_scatter_abstract_eval)
+psum_scatter_p.def_jvp(linear_jvp(psum_scatter_p))
+
+
+@psum_scatter_p.def_transpose
+def _psum_scatter_transpose(ct, x, *, axes, scatter_dimension, axis_size, tiled):
+    return [all_gather_p.bind(ct, axes=axes, axis=scatter_dimension, axis_size=axis_size, tiled=tiled)]
+
+
+@psum_scatter_p.def_batch
+def _psum_scatter_batch(axis, args, dims, *, axes, scatter_dimension, axis_size, tiled):
+    (x,), (d,) = args, dims
+    if axis.name not in axes:
+        x = moveaxis_to_front(x, d, axis.size)
+        return psum_scatter_p.bind(x, axes=axes, scatter_dimension=scatter_dimension + 1, axis_size=axis_size,
+                                   tiled=tiled), 0
+    total = _psum_unmapped(x, axis.size) if d is not_mapped else _reduce_sum(x, (d,))
+    sd = scatter_dimension
+    if tiled:       # split the dimension into (members, chunk): member i's chunk is slot i
+        s = tuple(total.shape)
+        total = _S().reshape(total, s[:sd] + (axis.size, s[sd] // axis.size) + s[sd + 1:])
+    return total, sd
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = False):
+    """Reduce-scatter: sum ``x`` over the members and give member ``i`` slot ``i`` of dimension
+    ``scatter_dimension`` (whose size must be the axis size; the dimension is removed), or with ``tiled=True``
+    the ``i``-th of ``axis_size`` equal chunks of it. ``all_gather(psum_scatter(x, n, tiled=True), n,
+    tiled=True) == psum(x, n)``.
+
+    Example::
+
+        >>> fl.vmap(lambda v: psum_scatter(v, 'i'), axis_name='i')(fnp.ones((2, 2))).tolist()
+        [2.0, 2.0]
+    """
+    from flfun.tree import tree_map
+    names = _axes(axis_name)
+    sizes = [axis_size(n) for n in names]
+
+    def one(a):
+        sd = canonical_axis(scatter_dimension, len(a.shape), "psum_scatter scatter_dimension")
+        multi = len(names) > 1
+        if multi and not tiled and a.shape[sd] != _prod(sizes):
+            raise ValueError(f"psum_scatter: dimension {sd} of {short(a)} must equal the axis size "
+                             f"{_prod(sizes)} (or pass tiled=True)")
+        for name, n in zip(names, sizes):
+            a = bind(psum_scatter_p, a, axes=(name,), scatter_dimension=sd, axis_size=n, tiled=tiled or multi)
+        return _S().squeeze(a, (sd,)) if multi and not tiled else a
+    return tree_map(one, x)
+
+
+def _prod(xs) -> int:
+    out = 1
+    for v in xs:
+        out *= v
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------- ppermute
+ppermute_p = _collective("ppermute", lambda x, *, axes, perm: ShapedArray(x.shape, x.dtype, is_weak(x)))
+ppermute_p.def_jvp(linear_jvp(ppermute_p))
+ppermute_p.def_transpose(lambda ct, x, *, axes, perm: [ppermute_p.bind(ct, axes=axes,
+                                                                         perm=tuple((d, s) for s, d in perm))])
+
+
+@ppermute_p.def_batch
+def _ppermute_batch(axis, args, dims, *, axes, perm):
+    (x,), (d,) = args, dims
+    if axis.name not in axes:
+        return ppermute_p.bind(x, axes=axes, perm=perm), d
+    S = _S()
+    x = moveaxis_to_front(x, d, axis.size)
+    rest = tuple(x.shape[1:])
+    src_of = {dst: src for src, dst in perm}
+    rows = [S.slice(x, (src_of[m],) + (0,) * len(rest), (src_of[m] + 1,) + rest) if m in src_of
+            else S.full((1,) + rest, 0, x.dtype) for m in range(axis.size)]
+    return S.concatenate(rows, 0), 0
+
+
+def ppermute(x, axis_name, perm):
+    """Send ``x`` (a pytree) along the named axis: ``perm`` lists ``(source, destination)`` member pairs; a
+    member that is no destination receives zeros.
+
+    Example::
+
+        >>> shift = [(i, (i + 1) % 3) for i in range(3)]
+        >>> fl.vmap(lambda v: ppermute(v, 'i', shift), axis_name='i')(fnp.arange(3.0)).tolist()
+        [2.0, 0.0, 1.0]
+    """
+    from flfun.tree import tree_map
+    name = _one_axis(axis_name, "ppermute")
+    n = axis_size(name)
+    try:
+        pairs = tuple((int(s), int(d)) for s, d in perm)
+    except (TypeError, ValueError):
+        raise ValueError(f"ppermute: perm must be a sequence of (source, destination) pairs, got {perm!r}") from None
+    srcs, dsts = [s for s, _ in pairs], [d for _, d in pairs]
+    if any(not 0 <= i < n for i in srcs + dsts) or len(set(srcs)) < len(srcs) or len(set(dsts)) < len(dsts):
+        raise ValueError(f"ppermute: perm {perm!r} must pair distinct sources with distinct destinations in "
+                         f"[0, {n}) (the size of axis {name!r})")
+    return tree_map(lambda a: bind(ppermute_p, a, axes=(name,), perm=pairs), x)
+
+
+# --------------------------------------------------------------------------------------------------- all_to_all
+def _all_to_all_abstract_eval(x, *, axes, split_axis, concat_axis, axis_size):
+    shape = list(x.shape)
+    if not 0 <= split_axis < len(shape) or not 0 <= concat_axis < len(shape):
+        raise ValueError(f"all_to_all: split_axis {split_axis} and concat_axis {concat_axis} must be within the "
+                         f"rank of {short(x)}")
+    if shape[split_axis] != axis_size:
+        raise ValueError(f"all_to_all: dimension {split_axis} of {short(x)} must equal the axis size {axis_size}")
+    del shape[split_axis]
+    shape.insert(concat_axis, axis_size)
+    return ShapedArray(shape, x.dtype, is_weak(x))
+
+
+all_to_all_p = _collective("all_to_all", _all_to_all_abstract_eval)
+all_to_all_p.def_jvp(linear_jvp(all_to_all_p))
+all_to_all_p.def_transpose(lambda ct, x, *, axes, split_axis, concat_axis, axis_size: [
+    all_to_all_p.bind(ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis, axis_size=axis_size)])
+
+
+@all_to_all_p.def_batch
+def _all_to_all_batch(axis, args, dims, *, axes, split_axis, concat_axis, axis_size):
+    (x,), (d,) = args, dims
+    x = moveaxis_to_front(x, d, axis.size)
+    if axis.name not in axes:
+        return all_to_all_p.bind(x, axes=axes, split_axis=split_axis + 1, concat_axis=concat_axis + 1,
+                                 axis_size=axis_size), 0
+    # x[j, ..., i, ...] is what member j sends to member i: a transpose of the stacked members
+    return moveaxis(moveaxis(x, split_axis + 1, 0), 1, concat_axis + 1), 0
+
+
+def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool = False):
+    """Member ``i`` sends slot ``j`` of dimension ``split_axis`` to member ``j`` and stacks what it receives
+    along a new dimension ``concat_axis`` (the split dimension, of the axis size, is removed). With
+    ``tiled=True`` the split dimension is cut into ``axis_size`` chunks and the received chunks are concatenated
+    along the existing ``concat_axis`` (no dimension is added or removed).
+
+    Example::
+
+        >>> x = fnp.arange(4.0).reshape(2, 2)   # member i holds row i
+        >>> fl.vmap(lambda v: all_to_all(v, 'i', 0, 0), axis_name='i')(x).tolist()   # a transpose
+        [[0.0, 2.0], [1.0, 3.0]]
+    """
+    from flfun.tree import tree_map
+    name = _one_axis(axis_name, "all_to_all")
+    n = axis_size(name)
+
+    def one(a):
+        nd = len(a.shape)
+        sa = canonical_axis(split_axis, nd, "all_to_all split_axis")
+        ca = canonical_axis(concat_axis, nd, "all_to_all concat_axis")
+        if not tiled:
+            return bind(all_to_all_p, a, axes=(name,), split_axis=sa, concat_axis=ca, axis_size=n)
+        s = tuple(a.shape)
+        if s[sa] % n:
+            raise ValueError(f"all_to_all: dimension {sa} of {short(a)} must be divisible by the axis size {n} "
+                             f"(tiled=True)")
+        a = _S().reshape(a, s[:sa] + (n, s[sa] // n) + s[sa + 1:])
+        a = bind(all_to_all_p, a, axes=(name,), split_axis=sa, concat_axis=ca, axis_size=n)
+        return _merge_dims(a, ca)
+    return tree_map(one, x)
 
 
 # -------------------------------------------------------------------------------------------------- axis_index
@@ -136,8 +410,7 @@ axis_index_p.def_abstract_eval(lambda *, axes: ShapedArray((), dtypes.int32))
 
 @axis_index_p.def_batch
 def _axis_index_batch(axis, args, dims, *, axes):
-    from flfun.primitives.shape import iota
-    return iota(dtypes.int32, (axis.size,), 0), 0
+    return _S().iota(dtypes.int32, (axis.size,), 0), 0
 
 
 axis_index_p.def_jvp(lambda primals, tangents, *, axes: (axis_index_p.bind(axes=axes),
@@ -145,10 +418,23 @@ axis_index_p.def_jvp(lambda primals, tangents, *, axes: (axis_index_p.bind(axes=
 
 
 def axis_index(axis_name):
-    """This member's position (int32) along the named mapped axis: ``fl.vmap(lambda _: axis_index('i'),
-    axis_name='i')(fnp.zeros(3)) -> [0, 1, 2]``."""
-    return bind(axis_index_p, axes=(axis_name,))
+    """This member's position (int32) along the named mapped axis; for a tuple of names, the row-major
+    position over all of them (the first name varying slowest).
+
+    Example::
+
+        >>> fl.vmap(lambda _: axis_index('i'), axis_name='i')(fnp.zeros(3)).tolist()
+        [0, 1, 2]
+    """
+    from flfun.primitives.elementwise import add, mul
+    names = _axes(axis_name)
+    out = bind(axis_index_p, axes=(names[0],))
+    for name in names[1:]:
+        n = axis_size(name)
+        out = add(mul(out, _S().full((), n, dtypes.int32)), bind(axis_index_p, axes=(name,)))
+    return out
 
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "axis_index", "axis_size", "psum_p", "pmax_p", "pmin_p",
-           "axis_index_p"]
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
+           "axis_size", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "psum_scatter_p", "ppermute_p",
+           "all_to_all_p", "axis_index_p"]

@@ -1,0 +1,65 @@
+"""Collective impls: each finds the communicator of its named axis in the running pmap's context
+(``flfun.distributed.spmd.current_context``) and calls it; layout changes around the call use ``xp``.
+
+Under ``vmap(axis_name=)`` these never run (the batching rules do the work); they run inside pmap, where every
+device thread executes its program and meets the others in the communicator.
+"""
+from __future__ import annotations
+
+
+def _member(op: str, name):
+    from flfun.distributed.spmd import current_context
+    ctx = current_context()
+    if ctx is None or name not in ctx:
+        raise NameError(f"{op}: axis {name!r} is not mapped by a running pmap (collectives run inside pmap or "
+                        f"vmap(..., axis_name=))")
+    return ctx[name]
+
+
+def impls(xp) -> dict:
+    def reduction(op: str, prim: str):
+        def impl(x, *, axes, out=None):
+            x = xp.asarray(x)
+            for i, name in enumerate(axes):
+                comm, r = _member(prim, name)
+                x = comm.allreduce(r, x, op, out=out if i == len(axes) - 1 else None,
+                                   what=f"{prim} over axis {name!r}")
+            if out is not None and x is not out:
+                out[...] = x
+                return out
+            return x
+        return impl
+
+    def all_gather(x, *, axes, axis, axis_size, tiled):
+        comm, r = _member("all_gather", axes[0])
+        out = xp.moveaxis(comm.allgather(r, xp.asarray(x), what=f"all_gather over axis {axes[0]!r}"), 0, axis)
+        if tiled:
+            s = out.shape
+            out = out.reshape(s[:axis] + (s[axis] * s[axis + 1],) + s[axis + 2:])
+        return out
+
+    def psum_scatter(x, *, axes, scatter_dimension, axis_size, tiled):
+        comm, r = _member("psum_scatter", axes[0])
+        x, sd = xp.asarray(x), scatter_dimension
+        if tiled:
+            s = x.shape
+            x = x.reshape(s[:sd] + (axis_size, s[sd] // axis_size) + s[sd + 1:])
+        x = xp.ascontiguousarray(xp.moveaxis(x, sd, 0))
+        return comm.reduce_scatter(r, x, "sum", what=f"psum_scatter over axis {axes[0]!r}")
+
+    def ppermute(x, *, axes, perm):
+        comm, r = _member("ppermute", axes[0])
+        return comm.permute(r, xp.asarray(x), perm, what=f"ppermute over axis {axes[0]!r}")
+
+    def all_to_all(x, *, axes, split_axis, concat_axis, axis_size):
+        comm, r = _member("all_to_all", axes[0])
+        x = xp.ascontiguousarray(xp.moveaxis(xp.asarray(x), split_axis, 0))
+        return xp.moveaxis(comm.alltoall(r, x, what=f"all_to_all over axis {axes[0]!r}"), 0, concat_axis)
+
+    def axis_index(*, axes):
+        _, r = _member("axis_index", axes[0])
+        return xp.int32(r)
+
+    return {"psum": reduction("sum", "psum"), "pmax": reduction("max", "pmax"), "pmin": reduction("min", "pmin"),
+            "all_gather": all_gather, "psum_scatter": psum_scatter, "ppermute": ppermute,
+            "all_to_all": all_to_all, "axis_index": axis_index}

@@ -1,0 +1,184 @@
+"""Devices and moving arrays between them.
+
+CPU devices come from the numpy backend (``FLFUN_CPU_DEVICES`` of them, or ``set_cpu_device_count`` at run
+time), GPUs from cupy when it is installed. Every Array knows its device and operations run where their operands
+live; mixing devices without ``device_put`` is an error. After ``flfun.distributed.initialize()``, ``devices()``
+lists every process's devices and ``local_devices()`` this process's.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from flfun.array import Array
+from flfun.backends.base import Device
+
+
+def _backend(backend: str | None):
+    from flfun.backends import get_backend
+    from flfun.config import config
+    return get_backend(backend or config.default_backend)
+
+
+def local_devices(backend: str | None = None) -> list[Device]:
+    """This process's devices of ``backend`` (default: the default backend).
+
+    Example::
+
+        >>> flfun.local_devices()[0].platform
+        'cpu'
+    """
+    return list(_backend(backend).devices)
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    """All devices of ``backend`` in all processes, ordered by process (one process unless
+    ``flfun.distributed.initialize()`` joined several).
+
+    Example::
+
+        >>> len(flfun.devices()) == flfun.device_count()
+        True
+    """
+    from flfun.distributed import world
+    w = world()
+    local = local_devices(backend)
+    if w is None or local[0] not in w.devices:
+        return local
+    return list(w.devices)
+
+
+def device_count(backend: str | None = None) -> int:
+    """Number of devices in all processes: ``flfun.device_count()``."""
+    return len(devices(backend))
+
+
+def local_device_count(backend: str | None = None) -> int:
+    """Number of this process's devices: ``flfun.local_device_count()``."""
+    return len(local_devices(backend))
+
+
+def process_index() -> int:
+    """This process's rank among the processes joined by ``flfun.distributed.initialize()`` (0 if alone)."""
+    from flfun.distributed import world
+    w = world()
+    return 0 if w is None else w.rank
+
+
+def process_count() -> int:
+    """Number of processes joined by ``flfun.distributed.initialize()`` (1 if alone)."""
+    from flfun.distributed import world
+    w = world()
+    return 1 if w is None else w.size
+
+
+def set_cpu_device_count(n: int) -> list[Device]:
+    """Use ``n`` CPU devices from now on (as ``FLFUN_CPU_DEVICES=n`` does at start-up); returns them.
+
+    Existing devices keep their identity (arrays on them stay valid); devices beyond ``n`` are dropped from the
+    list. Useful to develop pmap code on a laptop and for tests.
+
+    Example::
+
+        >>> len(flfun.devices.set_cpu_device_count(4))
+        4
+    """
+    from flfun.config import config
+    from flfun.distributed import is_initialized
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"set_cpu_device_count: n must be a positive int, got {n!r}")
+    if is_initialized():
+        raise ValueError("set_cpu_device_count: the device list is fixed once flfun.distributed.initialize() "
+                         "has run; set FLFUN_CPU_DEVICES before starting the processes")
+    backend = _backend("numpy")
+    devs = backend.devices
+    while len(devs) < n:
+        devs.append(Device("cpu", len(devs), "numpy", np))
+    del devs[n:]
+    config.cpu_devices = n
+    return list(devs)
+
+
+def _check_local(device: Device, op: str) -> None:
+    if not isinstance(device, Device):
+        raise ValueError(f"{op}: device must be a flfun Device (see flfun.devices()), got {device!r:.60}")
+    if device.process_index != process_index():
+        raise ValueError(f"{op}: device {device} belongs to process {device.process_index}, not this one "
+                         f"({process_index()}); each process can only place arrays on its local devices")
+
+
+def _put_leaf(x, device: Device) -> Any:
+    from flfun.core import Tracer, to_array, wrap
+    if isinstance(x, Tracer):
+        return x
+    if type(x) is not Array:
+        x = to_array(np.asarray(x)) if isinstance(x, Array) else to_array(x)
+    if x._device is device:
+        return x
+    src = x._device
+    if src.platform == device.platform == "cpu":
+        return wrap(x._value, device)          # immutable host buffers are shared, never copied
+    return wrap(device.put(src.to_host(x._value)), device)
+
+
+def device_put(x: Any, device: Device | None = None) -> Any:
+    """``x`` (an array, numpy array, scalar or pytree of them) placed on ``device`` (default: the default device).
+
+    CPU devices share host memory, so moving between them costs nothing; moving to or from a GPU copies.
+
+    Example::
+
+        >>> cpu1 = flfun.devices()[1]            # with FLFUN_CPU_DEVICES=2
+        >>> flfun.device_put(fnp.ones(3), cpu1).device
+        cpu:1
+    """
+    from flfun.core import default_device
+    from flfun.tree import tree_map
+    device = default_device() if device is None else device
+    _check_local(device, "device_put")
+    return tree_map(lambda a: _put_leaf(a, device), x)
+
+
+def device_put_sharded(shards: Sequence, devices: Sequence[Device]) -> Any:
+    """Put ``shards[i]`` (arrays or pytrees of one structure) on ``devices[i]``; returns a ``ShardedArray``
+    (per leaf) of shape ``(len(devices), *shard.shape)``, ready for ``pmap`` without another copy.
+
+    Example::
+
+        >>> x = flfun.device_put_sharded([fnp.zeros(3), fnp.ones(3)], flfun.devices()[:2])
+        >>> x.shape
+        (2, 3)
+    """
+    from flfun.sharded import ShardedArray
+    from flfun.tree import tree_flatten, tree_unflatten
+    shards, devices = list(shards), list(devices)
+    if len(shards) != len(devices) or not shards:
+        raise ValueError(f"device_put_sharded: need one shard per device, got {len(shards)} shards for "
+                         f"{len(devices)} devices")
+    flat = [tree_flatten(s) for s in shards]
+    if any(td != flat[0][1] for _, td in flat):
+        raise ValueError("device_put_sharded: the shards have different pytree structures")
+    out = []
+    for leaves in zip(*[lv for lv, _ in flat]):
+        placed = [device_put(leaf, d) for leaf, d in zip(leaves, devices)]
+        if len({(p.shape, p.dtype) for p in placed}) != 1:
+            raise ValueError(f"device_put_sharded: shards must share shape and dtype, got "
+                             f"{[p.aval_str() for p in placed]}")
+        out.append(ShardedArray(placed, 0))
+    return tree_unflatten(flat[0][1], out)
+
+
+def device_put_replicated(x: Any, devices: Sequence[Device]) -> Any:
+    """One copy of ``x`` (an array or pytree) on each of ``devices``: ``ShardedArray``s of shape
+    ``(len(devices), *x.shape)`` whose shards are equal (free for CPU devices, which share memory).
+
+    Example::
+
+        >>> params = flfun.device_put_replicated({"w": fnp.ones(3)}, flfun.devices())
+    """
+    return device_put_sharded([x] * len(list(devices)), devices)
+
+
+__all__ = ["devices", "local_devices", "device_count", "local_device_count", "process_index", "process_count",
+           "set_cpu_device_count", "device_put", "device_put_sharded", "device_put_replicated"]

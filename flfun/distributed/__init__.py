@@ -1,0 +1,141 @@
+"""``flfun.distributed``: processes joined by MPI, the communicators collectives run on, and their timeout.
+
+Start every process with ``mpiexec -n N python script.py`` and call ``initialize()`` first: ``flfun.devices()``
+then lists all processes' devices, ``pmap`` over them runs each process's local shards, and collectives cross
+processes. Communicators (``communicator.py``: threads of one process; ``mpi.py``: MPI; ``nccl.py``: GPUs) share
+one small interface; a member that waits longer than ``get_timeout()`` seconds raises instead of hanging.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from flfun.distributed.communicator import (CollectiveAbortedError, CollectiveError, CollectiveTimeoutError,
+                                            Communicator, ThreadCommunicator)
+
+_timeout = float(os.environ.get("FLFUN_COLLECTIVE_TIMEOUT", "300"))
+
+
+class _World:
+    def __init__(self, comm, devices: list, local_count: int):
+        self.comm, self.devices, self.local_count = comm, devices, local_count
+        self.rank, self.size = comm.rank, comm.size
+        self.cache: dict = {}
+
+
+_world: _World | None = None
+
+
+def get_timeout() -> float:
+    """Seconds a collective waits for the other members before raising ``CollectiveTimeoutError``
+    (``FLFUN_COLLECTIVE_TIMEOUT``, default 300)."""
+    return _timeout
+
+
+def set_timeout(seconds: float) -> None:
+    """Set the collective timeout for communicators created from now on.
+
+    Example::
+
+        flfun.distributed.set_timeout(30.0)
+    """
+    global _timeout
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not seconds > 0:
+        raise ValueError(f"set_timeout: seconds must be a positive number, got {seconds!r}")
+    _timeout = float(seconds)
+
+
+def is_initialized() -> bool:
+    """Whether ``initialize()`` has joined this process to others."""
+    return _world is not None
+
+
+def initialize(abort_on_error: bool = True) -> None:
+    """Join the processes started by ``mpiexec``: afterwards ``flfun.devices()`` lists every process's devices
+    and ``pmap`` runs across them. Safe to call in a single process (a world of one).
+
+    With ``abort_on_error`` an uncaught exception on any rank is printed, reported to the other ranks (whose
+    waiting collectives raise ``CollectiveAbortedError`` naming it) and then ends the whole job, so no rank is
+    left waiting.
+
+    Example::
+
+        # mpiexec -n 2 python train.py
+        import flfun
+        flfun.distributed.initialize()
+        print(flfun.process_index(), flfun.process_count(), flfun.devices())
+    """
+    global _world
+    if _world is not None:
+        return
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise ImportError("flfun.distributed.initialize needs mpi4py and an MPI library: "
+                          "pip install 'flfun[distributed]' (installs mpi4py and the mpich wheel)") from None
+    from flfun.backends.base import Device
+    from flfun.devices import local_devices
+    from flfun.distributed.mpi import MPICommunicator
+    comm = MPICommunicator(MPI.COMM_WORLD)
+    local = local_devices()
+    for d in local:
+        d.process_index = comm.rank
+    layout = MPI.COMM_WORLD.allgather([(d.platform, d.id, d.backend) for d in local])
+    counts = {len(x) for x in layout}
+    if len(counts) != 1:
+        raise ValueError(f"initialize: every process must have the same number of local devices, got "
+                         f"{[len(x) for x in layout]} (set FLFUN_CPU_DEVICES alike on every rank)")
+    devices = []
+    for p, descr in enumerate(layout):
+        if p == comm.rank:
+            devices += local
+        else:
+            devices += [Device(plat, i, backend, None, process_index=p) for plat, i, backend in descr]
+    _world = _World(comm, devices, len(local))
+    if abort_on_error and comm.size > 1:
+        _install_excepthook(comm)
+
+
+def _install_excepthook(comm) -> None:
+    previous = sys.excepthook
+
+    def hook(tp, value, tb):
+        previous(tp, value, tb)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        if not isinstance(value, CollectiveError):
+            comm.abort(f"{tp.__name__}: {value}")
+        time.sleep(1.0)           # let the other ranks report the failure before the job is torn down
+        comm.MPI.COMM_WORLD.Abort(1)
+    sys.excepthook = hook
+
+
+def world() -> _World | None:
+    return _world
+
+
+def world_communicator(devs: list) -> Communicator:
+    """The communicator over all processes' devices ``devs`` (which must be every device, in order)."""
+    if _world is None or list(devs) != list(_world.devices):
+        raise NotImplementedError("pmap: a mesh axis that spans processes must cover all devices of all "
+                                  "processes (flfun.devices()), in order")
+    comm = _world.cache.get("all")
+    if comm is None:
+        local = [d for d in devs if d.process_index == _world.rank]
+        if local[0].platform == "gpu":
+            if len(local) != 1:
+                raise NotImplementedError("pmap across processes on GPUs needs one GPU per process")
+            from flfun.distributed.nccl import NcclCommunicator
+            comm = NcclCommunicator.from_mpi(_world.comm.comm, local[0].id)
+        elif _world.local_count == 1:
+            comm = _world.comm
+        else:
+            from flfun.distributed.mpi import HierarchicalCommunicator
+            comm = HierarchicalCommunicator(ThreadCommunicator(_world.local_count), _world.comm)
+        _world.cache["all"] = comm
+    return comm
+
+
+__all__ = ["initialize", "is_initialized", "get_timeout", "set_timeout", "Communicator", "ThreadCommunicator",
+           "CollectiveError", "CollectiveTimeoutError", "CollectiveAbortedError", "world_communicator"]

@@ -1,0 +1,191 @@
+"""The communicator interface behind every collective, and its in-process implementation (threads).
+
+A communicator joins ``size`` members; each call names the calling member (``rank``) because one
+``ThreadCommunicator`` serves all the threads of one process. Every member must make the same sequence of calls.
+A member that waits longer than the timeout, or whose peer failed (``abort``), gets a ``CollectiveError``
+instead of hanging. Buffers are numpy (or cupy) arrays; results are new arrays unless ``out`` is given.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+_UFUNCS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+
+
+class CollectiveError(RuntimeError):
+    """A collective could not complete on this member."""
+
+
+class CollectiveTimeoutError(CollectiveError):
+    """A member waited longer than the timeout for the others (one died, hangs or skipped the collective)."""
+
+
+class CollectiveAbortedError(CollectiveError):
+    """Another member failed, so this collective was abandoned."""
+
+
+def reduce_list(xs: list, op: str, out=None):
+    """``xs[0] op xs[1] op ...`` in member order (every member computes the same bits)."""
+    fn = _UFUNCS[op]
+    acc = np.array(xs[0], copy=True) if out is None else _copy_into(out, xs[0])
+    for x in xs[1:]:
+        fn(acc, x, out=acc)
+    return acc
+
+
+def _copy_into(out, x):
+    out[...] = x
+    return out
+
+
+class Communicator:
+    """What a collective needs: ``allreduce``, ``allgather``, ``reduce_scatter``, ``alltoall``, ``permute``.
+
+    The base class builds the last three from ``allgather`` (correct for any member layout, not the fastest);
+    implementations override what their engine does natively.
+
+    Example::
+
+        comm = ThreadCommunicator(2)       # two threads; each calls comm.allreduce(its_rank, x)
+    """
+    size: int = 1
+    timeout: float = 300.0
+
+    def allreduce(self, rank: int, x, op: str = "sum", out=None, what: str = "allreduce"):
+        """Every member gets ``x_0 op x_1 op ...`` (op in 'sum', 'max', 'min')."""
+        raise NotImplementedError
+
+    def allgather(self, rank: int, x, what: str = "allgather"):
+        """Every member gets all members' ``x`` stacked: shape ``(size, *x.shape)``."""
+        raise NotImplementedError
+
+    def reduce_scatter(self, rank: int, x, op: str = "sum", what: str = "reduce_scatter"):
+        """``x`` has shape ``(size, ...)``; member ``rank`` gets ``x_0[rank] op x_1[rank] op ...``."""
+        return reduce_list(list(self.allgather(rank, x, what)[:, rank]), op)
+
+    def alltoall(self, rank: int, x, what: str = "alltoall"):
+        """``x`` has shape ``(size, ...)``; member ``rank`` gets ``stack([x_j[rank] for j])``."""
+        return np.ascontiguousarray(self.allgather(rank, x, what)[:, rank])
+
+    def permute(self, rank: int, x, perm: tuple, what: str = "permute"):
+        """Member ``d`` gets ``x_s`` for each ``(s, d)`` in ``perm``; the others get zeros."""
+        src = {d: s for s, d in perm}.get(rank)
+        allx = self.allgather(rank, x, what)
+        return np.zeros_like(x) if src is None else np.array(allx[src], copy=True)
+
+    def abort(self, reason: str) -> None:
+        """Make every member that waits (now or later) raise ``CollectiveAbortedError(reason)``."""
+
+    def reset(self) -> None:
+        """Make the communicator usable again after an abort or a timeout (in-process communicators only)."""
+
+
+class ThreadCommunicator(Communicator):
+    """``size`` threads of one process exchange buffers through shared slots and a barrier.
+
+    Reductions are split in chunks: member ``r`` reduces chunk ``r`` of all inputs (in member order) and writes
+    it into every member's output, so the work is shared and every member holds identical bits.
+
+    Example::
+
+        comm = ThreadCommunicator(4, timeout=60)
+    """
+
+    def __init__(self, size: int, timeout: float | None = None):
+        from flfun.distributed import get_timeout
+        self.size = int(size)
+        self.timeout = get_timeout() if timeout is None else float(timeout)
+        self.reset()
+
+    def reset(self) -> None:
+        self._slots: list = [None] * self.size
+        self._barrier = threading.Barrier(self.size)
+        self._reason: str | None = None
+
+    def abort(self, reason: str) -> None:
+        if self._reason is None:
+            self._reason = reason
+        self._barrier.abort()
+
+    def _wait(self, rank: int, what: str) -> None:
+        if self.size == 1:
+            return
+        t0 = time.monotonic()
+        try:
+            self._barrier.wait(self.timeout)
+        except threading.BrokenBarrierError:
+            if self._reason is not None:
+                raise CollectiveAbortedError(f"{what}: abandoned on member {rank} of {self.size} because "
+                                             f"{self._reason}") from None
+            waited = time.monotonic() - t0
+            self._reason = f"member {rank} timed out in {what}"
+            raise CollectiveTimeoutError(
+                f"{what}: member {rank} of {self.size} waited {waited:.1f} s (timeout {self.timeout:g} s) for the "
+                f"others; one of them failed, hangs or did not call the same collective "
+                f"(set FLFUN_COLLECTIVE_TIMEOUT or flfun.distributed.set_timeout to change the limit)") from None
+
+    def _exchange(self, rank: int, value, what: str) -> list:
+        self._slots[rank] = value
+        self._wait(rank, what)
+        return self._slots
+
+    def _done(self, rank: int, what: str) -> None:
+        self._wait(rank, what)        # nobody reads the slots any more: the next collective may reuse them
+        self._slots[rank] = None
+
+    def allreduce(self, rank, x, op="sum", out=None, what="allreduce"):
+        x = np.asarray(x)
+        if self.size == 1:
+            return np.array(x, copy=True) if out is None else _copy_into(out, x)
+        if out is None:
+            out = np.empty(x.shape, x.dtype)
+        slots = self._exchange(rank, (x.reshape(-1), out.reshape(-1)), what)
+        n = x.size
+        lo, hi = n * rank // self.size, n * (rank + 1) // self.size
+        if hi > lo:
+            chunk = reduce_list([s[0][lo:hi] for s in slots], op)
+            for _, o in slots:
+                o[lo:hi] = chunk
+        self._done(rank, what)
+        return out
+
+    def allgather(self, rank, x, what="allgather"):
+        x = np.asarray(x)
+        slots = self._exchange(rank, x, what)
+        out = np.stack(slots)
+        self._done(rank, what)
+        return out
+
+    def reduce_scatter(self, rank, x, op="sum", what="reduce_scatter"):
+        slots = self._exchange(rank, np.asarray(x), what)
+        out = reduce_list([s[rank] for s in slots], op)
+        self._done(rank, what)
+        return out
+
+    def alltoall(self, rank, x, what="alltoall"):
+        slots = self._exchange(rank, np.asarray(x), what)
+        out = np.stack([s[rank] for s in slots])
+        self._done(rank, what)
+        return out
+
+    def permute(self, rank, x, perm, what="permute"):
+        x = np.asarray(x)
+        slots = self._exchange(rank, x, what)
+        src = {d: s for s, d in perm}.get(rank)
+        out = np.zeros_like(x) if src is None else np.array(slots[src], copy=True)
+        self._done(rank, what)
+        return out
+
+    def broadcast(self, rank, x, root: int = 0, what="broadcast"):
+        """Every member gets member ``root``'s ``x`` (the others may pass ``None``)."""
+        slots = self._exchange(rank, x, what)
+        out = slots[root] if rank == root else np.array(slots[root], copy=True)
+        self._done(rank, what)
+        return out
+
+
+__all__ = ["Communicator", "ThreadCommunicator", "CollectiveError", "CollectiveTimeoutError",
+           "CollectiveAbortedError", "reduce_list"]

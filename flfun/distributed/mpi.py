@@ -1,0 +1,175 @@
+"""Collectives across processes through MPI (mpi4py), and the two-level communicator for several devices per
+process.
+
+Every call is non-blocking underneath (``Iallreduce``, ``Iallgather``, ...) and waited for by polling, so a peer
+that died or hangs becomes a ``CollectiveTimeoutError`` after the timeout, and a peer that raised tells the others
+on a separate control communicator, which raise ``CollectiveAbortedError`` at once.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from flfun.distributed.communicator import (CollectiveAbortedError, CollectiveTimeoutError, Communicator,
+                                            ThreadCommunicator, reduce_list)
+
+_ABORT_TAG = 77
+_NATIVE = frozenset("f4 f8 i4 i8 u4 u8".split())       # dtypes MPI reduces natively (others: gather + reduce)
+
+
+class MPICommunicator(Communicator):
+    """One member per process of an mpi4py communicator (``MPI.COMM_WORLD`` by default).
+
+    Example::
+
+        comm = MPICommunicator()                       # under mpiexec -n 2
+        total = comm.allreduce(comm.rank, np.ones(3))  # [2, 2, 2] on both ranks
+    """
+
+    def __init__(self, comm=None, timeout: float | None = None):
+        from mpi4py import MPI
+        from flfun.distributed import get_timeout
+        self.MPI = MPI
+        self.comm = MPI.COMM_WORLD if comm is None else comm
+        self.ctrl = self.comm.Dup()                 # control messages (abort) never mix with data
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        self.timeout = get_timeout() if timeout is None else float(timeout)
+        self._reason: str | None = None
+        self._pending: list = []
+        self.wait_time = 0.0                        # seconds spent waiting in collectives (for benchmarks)
+
+    # --- waiting with a timeout and abort notices
+    def _check_abort(self, what: str) -> None:
+        MPI = self.MPI
+        status = MPI.Status()
+        if self._reason is None and self.ctrl.Iprobe(source=MPI.ANY_SOURCE, tag=_ABORT_TAG, status=status):
+            buf = bytearray(status.Get_count(MPI.BYTE))
+            self.ctrl.Recv([buf, MPI.BYTE], source=status.Get_source(), tag=_ABORT_TAG)
+            self._reason = f"rank {status.Get_source()} failed: {buf.decode(errors='replace')}"
+        if self._reason is not None:
+            raise CollectiveAbortedError(f"{what}: abandoned on rank {self.rank} of {self.size} because "
+                                         f"{self._reason}")
+
+    def _wait(self, reqs, what: str) -> None:
+        t0 = time.monotonic()
+        MPI = self.MPI
+        self._check_abort(what)
+        spins = 0
+        while not MPI.Request.Testall(reqs):
+            spins += 1
+            if spins & 1023 == 0:
+                self._check_abort(what)
+                waited = time.monotonic() - t0
+                if waited > self.timeout:
+                    self._reason = f"rank {self.rank} timed out in {what}"
+                    raise CollectiveTimeoutError(
+                        f"{what}: rank {self.rank} of {self.size} waited {waited:.1f} s (timeout "
+                        f"{self.timeout:g} s) for the other ranks; one of them died, hangs or did not call the "
+                        f"same collective (set FLFUN_COLLECTIVE_TIMEOUT or flfun.distributed.set_timeout)")
+                if waited > 0.5:
+                    time.sleep(0.001)        # a long wait: stop spinning on a core another rank may need
+        self.wait_time += time.monotonic() - t0
+
+    def abort(self, reason: str) -> None:
+        if self._reason is not None:
+            return
+        self._reason = reason
+        msg = bytearray(f"{reason}"[:2000].encode())
+        for r in range(self.size):
+            if r != self.rank:
+                self._pending.append(self.ctrl.Isend([msg, self.MPI.BYTE], dest=r, tag=_ABORT_TAG))
+
+    # --- collectives
+    def allreduce(self, rank, x, op="sum", out=None, what="allreduce"):
+        x = np.ascontiguousarray(x)
+        if x.dtype.str[1:] not in _NATIVE:
+            return reduce_list(list(self.allgather(rank, x, what)), op, out)
+        res = np.empty(x.shape, x.dtype) if out is None or not out.flags.c_contiguous else out
+        mpi_op = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
+        self._wait([self.comm.Iallreduce(x, res, op=mpi_op)], what)
+        if out is not None and res is not out:
+            out[...] = res
+            return out
+        return res
+
+    def allgather(self, rank, x, what="allgather"):
+        x = np.ascontiguousarray(x)
+        out = np.empty((self.size,) + x.shape, x.dtype)
+        self._wait([self.comm.Iallgather(_bytes(x), _bytes(out))], what)
+        return out
+
+    def reduce_scatter(self, rank, x, op="sum", what="reduce_scatter"):
+        x = np.ascontiguousarray(x)
+        if x.dtype.str[1:] not in _NATIVE:
+            return super().reduce_scatter(rank, x, op, what)
+        out = np.empty(x.shape[1:], x.dtype)
+        mpi_op = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
+        self._wait([self.comm.Ireduce_scatter_block(x, out, op=mpi_op)], what)
+        return out
+
+    def alltoall(self, rank, x, what="alltoall"):
+        x = np.ascontiguousarray(x)
+        out = np.empty_like(x)
+        self._wait([self.comm.Ialltoall(_bytes(x), _bytes(out))], what)
+        return out
+
+    def permute(self, rank, x, perm, what="permute"):
+        x = np.ascontiguousarray(x)
+        out = np.zeros_like(x)
+        reqs = [self.comm.Isend(_bytes(x), dest=d, tag=11) for s, d in perm if s == self.rank]
+        reqs += [self.comm.Irecv(_bytes(out), source=s, tag=11) for s, d in perm if d == self.rank]
+        self._wait(reqs, what)
+        return out
+
+
+def _bytes(a: np.ndarray):
+    """``a``'s memory as an MPI byte buffer (MPI moves any dtype as bytes)."""
+    from mpi4py import MPI
+    return [a.reshape(-1).view(np.uint8), MPI.BYTE]
+
+
+class HierarchicalCommunicator(Communicator):
+    """``P`` processes with ``L`` members (threads) each: member ``g = p * L + l``. Sums reduce locally, then
+    across processes (by the local leader), then broadcast locally; other collectives gather everything once
+    (the base class's route).
+
+    Example::
+
+        comm = HierarchicalCommunicator(ThreadCommunicator(2), MPICommunicator())
+    """
+
+    def __init__(self, local: ThreadCommunicator, world: MPICommunicator):
+        self.local, self.world = local, world
+        self.size = local.size * world.size
+        self.timeout = world.timeout
+
+    def _l(self, rank: int) -> int:
+        return rank - self.world.rank * self.local.size
+
+    def allreduce(self, rank, x, op="sum", out=None, what="allreduce"):
+        lr = self._l(rank)
+        y = self.local.allreduce(lr, x, op, what=what)
+        z = self.world.allreduce(0, y, op, what=what) if lr == 0 else None
+        z = self.local.broadcast(lr, z, 0, what=what)
+        if out is not None:
+            out[...] = z
+            return out
+        return z
+
+    def allgather(self, rank, x, what="allgather"):
+        lr = self._l(rank)
+        y = self.local.allgather(lr, x, what)
+        z = self.world.allgather(0, y, what) if lr == 0 else None
+        z = self.local.broadcast(lr, z, 0, what=what)
+        return z.reshape((self.size,) + tuple(np.shape(x)))
+
+    def abort(self, reason: str) -> None:
+        self.local.abort(reason)
+        self.world.abort(reason)
+
+    def reset(self) -> None:
+        self.local.reset()
+
+
+__all__ = ["MPICommunicator", "HierarchicalCommunicator"]

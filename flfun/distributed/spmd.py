@@ -1,0 +1,133 @@
+"""Running one program on many devices at once: the device mesh, its communicators, and the SPMD runner.
+
+A ``Mesh`` lays a pmap's devices out along named axes and owns one communicator per group of devices that
+share all coordinates but one (the members of one named axis). ``run_spmd`` runs one task per local device
+in parallel threads, with the calling thread taking the first; each task sees its device's collective context
+(``current_context``), which is how collective impls find their communicator and member index. When a task
+raises, every communicator of the mesh is aborted, so the others stop waiting and the first real error is raised.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Hashable, Sequence
+
+import numpy as np
+
+from flfun.distributed.communicator import CollectiveError, Communicator, ThreadCommunicator
+
+_tls = threading.local()
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def current_context() -> dict | None:
+    """``{axis name: (communicator, member index)}`` of the device this thread is running, or ``None``."""
+    return getattr(_tls, "ctx", None)
+
+
+class Mesh:
+    """Devices (all processes', row-major) laid out with ``shape`` along ``names``.
+
+    Example::
+
+        mesh = Mesh(tuple(flfun.devices()[:4]), ("i",), (4,))
+    """
+
+    def __init__(self, devices: Sequence, names: tuple[Hashable, ...], shape: tuple[int, ...]):
+        from flfun.devices import process_index
+        self.devices, self.names, self.shape = tuple(devices), tuple(names), tuple(shape)
+        me = process_index()
+        self.local = [(g, d) for g, d in enumerate(self.devices) if d.process_index == me]
+        self._comms: dict = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self):
+        return f"Mesh({dict(zip(self.names, self.shape))}, {list(self.devices)})"
+
+    def _group(self, g: int, k: int) -> tuple[tuple, list[int]]:
+        coords = np.unravel_index(g, self.shape)
+        key = tuple(None if j == k else int(c) for j, c in enumerate(coords))
+        members = [int(np.ravel_multi_index(tuple(i if c is None else c for c in key), self.shape))
+                   for i in range(self.shape[k])]
+        return key, members
+
+    def _make_comm(self, members: list[int]) -> Communicator:
+        devs = [self.devices[m] for m in members]
+        from flfun.devices import process_index
+        if all(d.process_index == process_index() for d in devs):
+            if devs[0].platform == "gpu" and len(devs) > 1:
+                from flfun.distributed.nccl import NcclCommunicator
+                return NcclCommunicator.for_devices([d.id for d in devs])
+            return ThreadCommunicator(len(devs))
+        from flfun.distributed import world_communicator
+        return world_communicator(devs)
+
+    def context(self, g: int) -> dict:
+        """The collective context of global device index ``g``: ``{name: (communicator, member index)}``."""
+        coords = np.unravel_index(g, self.shape)
+        ctx = {}
+        with self._lock:
+            for k, name in enumerate(self.names):
+                key, members = self._group(g, k)
+                comm = self._comms.get((k, key))
+                if comm is None:
+                    comm = self._comms[(k, key)] = self._make_comm(members)
+                ctx[name] = (comm, int(coords[k]))
+        return ctx
+
+    def abort(self, reason: str) -> None:
+        for c in list(self._comms.values()):
+            c.abort(reason)
+
+    def reset(self) -> None:
+        for c in self._comms.values():
+            c.reset()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="flfun-device")
+        return _pool
+
+
+def run_spmd(mesh: Mesh, tasks: list[tuple[int, Callable[[], object]]]) -> list:
+    """Run ``fn()`` for every ``(global device index, fn)`` in parallel, each in its device's collective context;
+    return the results in order. The first task runs on the calling thread."""
+    contexts = [mesh.context(g) for g, _ in tasks]
+
+    def call(i):
+        g, fn = tasks[i]
+        prev = getattr(_tls, "ctx", None)
+        _tls.ctx = contexts[i]
+        try:
+            return fn()
+        except BaseException as e:
+            mesh.abort(f"device {mesh.devices[g]} raised {type(e).__name__}: {e}")
+            raise
+        finally:
+            _tls.ctx = prev
+
+    if len(tasks) == 1:
+        return [call(0)]
+    futures = [_executor().submit(call, i) for i in range(1, len(tasks))]
+    results, errors = [None] * len(tasks), []
+    try:
+        results[0] = call(0)
+    except BaseException as e:
+        errors.append(e)
+    for i, f in enumerate(futures, 1):
+        try:
+            results[i] = f.result()
+        except BaseException as e:
+            errors.append(e)
+    if errors:
+        mesh.reset()
+        primary = next((e for e in errors if not isinstance(e, CollectiveError)), errors[0])
+        raise primary
+    return results
+
+
+__all__ = ["Mesh", "run_spmd", "current_context"]

@@ -1,0 +1,563 @@
+"""``pmap``: compile a function once per shard shape and run it SPMD on many devices, with named-axis collectives.
+
+The function is traced, with abstract values of one shard, inside an axis frame that names the mapped axis (so
+collectives stage as equations), then compiled by the jit pipeline (passes, memory plan, generated code) once
+per device. Each call runs every local device's executable in its own thread (numpy and BLAS release the GIL);
+collective impls meet in the mesh's communicators (threads in one process, MPI across processes). Results come
+back as ``ShardedArray``s. Under grad, vmap or jit a pmap is the call primitive ``pmap_p``, whose rules transform
+the per-device program. A pmap inside another pmap adds an axis to the device mesh (a 2-D mesh for two levels).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Hashable, Sequence
+
+import numpy as np
+
+from flfun import core
+from flfun.array import Array
+from flfun.core import (Primitive, ShapedArray, Trace, Tracer, _state, full_raise, get_aval, new_main,
+                        register_impl, trace_stack, wrap)
+from flfun.distributed.spmd import Mesh, run_spmd
+from flfun.ir import ClosedProgram
+from flfun.primitives.common import Zero, is_zero, moveaxis, not_mapped, tangent_aval
+from flfun.sharded import ShardedArray
+from flfun.transforms.jit import _batch_program, _cached, _jvp_split, close_program, compile_program, trace_closed
+from flfun.transforms.staging import trace_to_program
+from flfun.tree import broadcast_prefix, tree_flatten, tree_unflatten
+
+
+# ------------------------------------------------------------------------------------------------- axis frames
+class _Frame:
+    """A pmap's named axis on the trace stack (``axis_main`` finds it by ``name``); ``axes`` collects the
+    axes of pmaps nested inside, shared by all frames of one outermost pmap."""
+    __slots__ = ("name", "size", "axes")
+
+    def __init__(self, name, size: int, axes: list):
+        self.name, self.size, self.axes = name, size, axes
+
+
+class SpmdAxisTrace(Trace):
+    """The trace of an axis frame. It makes no tracers; collectives routed to it (by their axis name) are
+    handed to the staging trace that records the per-device program."""
+
+    def pure(self, val):
+        return val
+
+    lift = pure
+
+    def process_primitive(self, prim, tracers, params):
+        dyn = _state.dynamic
+        if dyn is None:
+            raise RuntimeError(f"{prim.name}: a pmap axis is only bound while pmap traces its function")
+        return dyn.trace.process_primitive(prim, [full_raise(dyn.trace, t) for t in tracers], params)
+
+
+def _enclosing_frame() -> _Frame | None:
+    for m in reversed(trace_stack):
+        if m.trace_type is SpmdAxisTrace and m.active:
+            return m.global_data
+    return None
+
+
+class _frames:
+    """Push one axis frame per mesh axis (to re-trace a per-device program in the rules below)."""
+
+    def __init__(self, mesh: Mesh):
+        self.mesh, self.ctxs = mesh, []
+
+    def __enter__(self):
+        for name, size in zip(self.mesh.names, self.mesh.shape):
+            ctx = new_main(SpmdAxisTrace, _Frame(name, size, []))
+            ctx.__enter__()
+            self.ctxs.append(ctx)
+
+    def __exit__(self, *exc):
+        for ctx in reversed(self.ctxs):
+            ctx.__exit__(*exc)
+
+
+# ---------------------------------------------------------------------------------------------- execution
+def _outer_positions(mesh: Mesh) -> dict[int, int]:
+    """Local device index -> position of its first mesh coordinate among this process's (its shard)."""
+    firsts = sorted({int(np.unravel_index(g, mesh.shape)[0]) for g, _ in mesh.local})
+    pos = {c: i for i, c in enumerate(firsts)}
+    return {g: pos[int(np.unravel_index(g, mesh.shape)[0])] for g, _ in mesh.local}
+
+
+def _execute(closed: ClosedProgram, mesh: Mesh, inputs: list, out_axes: tuple) -> tuple[list, list]:
+    """Run ``closed`` on every local device of ``mesh``. ``inputs[i]`` is a list of per-shard raw buffers
+    (mapped) or one raw buffer (replicated). Returns, per output, the per-shard buffers (mapped) or device 0's
+    buffer, and the devices holding the mapped shards."""
+    outer = _outer_positions(mesh)
+    exes = {g: compile_program(closed, d) for g, d in mesh.local}
+
+    def task(g, dev):
+        k = outer[g]
+        args = [x[k] if type(x) is list else x for x in inputs]
+        if dev.platform != "cpu":
+            args = [dev.put(a) for a in args]
+        return exes[g](*args)
+
+    tasks = [(g, functools.partial(task, g, d)) for g, d in mesh.local]
+    results = run_spmd(mesh, tasks)
+    heads = [i for i, (g, _) in enumerate(mesh.local) if not any(np.unravel_index(g, mesh.shape)[1:])]
+    outs = [[results[i][j] for i in heads] if ax is not None else results[0][j] for j, ax in enumerate(out_axes)]
+    return outs, [mesh.local[i][1] for i in heads]
+
+
+# ------------------------------------------------------------------------------------------- call primitive
+pmap_p = Primitive("pmap", multiple_results=True)
+
+
+@pmap_p.def_abstract_eval
+def _pmap_abstract_eval(*avals, program, mesh, in_axes, out_axes, name):
+    n = len(_heads(mesh))
+    for a, ax in zip(avals, in_axes):
+        if ax is not None and (not a.shape or a.shape[0] != n):
+            raise ValueError(f"pmap: a mapped operand is {core.short(a)}, but {name} runs {n} shards here")
+    return [a.update(shape=(n,) + a.shape) if ax is not None else a for a, ax in zip(program.out_avals, out_axes)]
+
+
+def _heads(mesh: Mesh) -> set:
+    return set(_outer_positions(mesh).values())
+
+
+def _pmap_impl(*vals, program, mesh, in_axes, out_axes, name):
+    n = len(_heads(mesh))
+    inputs = [[v[k] for k in range(n)] if ax is not None else v for v, ax in zip(vals, in_axes)]
+    outs, _ = _execute(program, mesh, inputs, out_axes)
+    return [np.stack([np.asarray(s) for s in o]) if ax is not None else o for o, ax in zip(outs, out_axes)]
+
+
+register_impl(pmap_p, "numpy", _pmap_impl)
+
+
+@pmap_p.def_jvp
+def _pmap_jvp(primals, tangents, *, program, mesh, in_axes, out_axes, name):
+    nz = tuple(not is_zero(t) for t in tangents)
+
+    def split():
+        with _frames(mesh):
+            return _jvp_split(program, nz)
+    known, lin, res_invars, num_out, out_nz = _cached(program, ("pmap-jvp", mesh.names, mesh.shape, nz), split)
+    n_res = len(known.out_avals) - num_out
+    outs = pmap_p.bind(*primals, program=known, mesh=mesh, in_axes=in_axes,
+                       out_axes=tuple(out_axes) + (0,) * n_res, name=name)
+    residuals = [primals[i] for i in res_invars] + list(outs[num_out:])
+    nzt = [t for t in tangents if not is_zero(t)]
+    lin_in_axes = tuple(in_axes[i] for i in res_invars) + (0,) * n_res + tuple(a for a, z in zip(in_axes, nz) if z)
+    lin_out_axes = tuple(a for a, z in zip(out_axes, out_nz) if z)
+    touts = pmap_p.bind(*residuals, *nzt, program=lin, mesh=mesh, in_axes=lin_in_axes, out_axes=lin_out_axes,
+                        name=f"jvp({name})") if any(out_nz) else []
+    it = iter(touts)
+    out_avals = _pmap_abstract_eval(*[get_aval(p) for p in primals], program=program, mesh=mesh,
+                                    in_axes=in_axes, out_axes=out_axes, name=name)
+    return outs[:num_out], [next(it) if z else Zero(tangent_aval(a)) for z, a in zip(out_nz, out_avals)]
+
+
+def _transpose_program(closed: ClosedProgram, mesh: Mesh, undef: tuple, ct_nz: tuple, in_axes, out_axes):
+    """The per-device transposed program. A replicated output (out_axes None) is device 0's value, so only
+    device 0 receives its cotangent; a replicated linear input's cotangent is summed over the devices."""
+    from flfun.ir import Program
+    from flfun.primitives.collective import axis_index, psum
+    from flfun.primitives.elementwise import eq, select_n
+    from flfun.primitives.shape import full
+    from flfun.transforms.vjp import backward_pass
+    prog = closed.program
+    lin = [v for v, u in zip(prog.invars, undef) if u]
+    nonlin = [v for v, u in zip(prog.invars, undef) if not u]
+    view = Program(list(prog.constvars) + nonlin, lin, prog.eqns, prog.outvars)
+    out_avals = [tangent_aval(v.aval) for v in prog.outvars]
+    lin_axes = [a for a, u in zip(in_axes, undef) if u]
+    in_nz: list = []
+
+    def f(*xs):
+        cts = iter(xs[len(nonlin):])
+        cts_out = []
+        for z, a, ax in zip(ct_nz, out_avals, out_axes):
+            c = next(cts) if z else Zero(a)
+            if z and ax is None:
+                first = eq(axis_index(mesh.names), full((), 0, np.int32))
+                c = select_n(first, full(a.shape, 0, a.dtype), c)
+            cts_out.append(c)
+        res = backward_pass(view, list(closed.consts) + list(xs[:len(nonlin)]), cts_out)
+        res = [psum(c, mesh.names) if ax is None and not is_zero(c) else c for c, ax in zip(res, lin_axes)]
+        in_nz[:] = [not is_zero(c) for c in res]
+        return [c for c in res if not is_zero(c)]
+    with _frames(mesh):
+        tclosed = trace_closed(f, [v.aval for v in nonlin] + [a for a, z in zip(out_avals, ct_nz) if z])
+    return tclosed, tuple(in_nz)
+
+
+@pmap_p.def_transpose
+def _pmap_transpose(cts, *args, program, mesh, in_axes, out_axes, name):
+    from flfun.transforms.vjp import UndefinedPrimal
+    undef = tuple(type(a) is UndefinedPrimal for a in args)
+    ct_nz = tuple(not is_zero(c) for c in cts)
+    tclosed, in_nz = _cached(program, ("pmap-transpose", mesh.names, mesh.shape, undef, ct_nz),
+                             lambda: _transpose_program(program, mesh, undef, ct_nz, in_axes, out_axes))
+    known = [a for a, u in zip(args, undef) if not u]
+    t_in_axes = tuple(a for a, u in zip(in_axes, undef) if not u) + tuple(a for a, z in zip(out_axes, ct_nz) if z)
+    lin_axes = [a for a, u in zip(in_axes, undef) if u]
+    t_out_axes = tuple(a for a, z in zip(lin_axes, in_nz) if z)
+    outs = iter(pmap_p.bind(*known, *[c for c in cts if not is_zero(c)], program=tclosed, mesh=mesh,
+                            in_axes=t_in_axes, out_axes=t_out_axes, name=f"transpose({name})")
+                if any(in_nz) else [])
+    nzs = iter(in_nz)
+    return [None if not u else (next(outs) if next(nzs) else Zero(a.aval)) for a, u in zip(args, undef)]
+
+
+@pmap_p.def_batch
+def _pmap_batch(frame, args, dims, *, program, mesh, in_axes, out_axes, name):
+    new_args, dev_dims = [], []
+    for a, d, ax in zip(args, dims, in_axes):
+        if d is not_mapped:
+            new_args.append(a)
+            dev_dims.append(not_mapped)
+        elif ax is not None:                 # pmap's axis first, then the vmapped one
+            new_args.append(moveaxis(a, d, 1))
+            dev_dims.append(0)
+        else:
+            new_args.append(a)
+            dev_dims.append(d)
+    dev_avals = [get_aval(a).update(shape=tuple(a.shape[1:]) if ax is not None else tuple(a.shape))
+                 for a, ax in zip(new_args, in_axes)]
+
+    def make():
+        with _frames(mesh):
+            return _batch_program(program, frame.size, frame.name, tuple(dev_dims), dev_avals)
+    bclosed, mapped = _cached(program, ("pmap-batch", frame.size, frame.name, tuple(dev_dims), mesh.names,
+                                        mesh.shape), make)
+    outs = pmap_p.bind(*new_args, program=bclosed, mesh=mesh, in_axes=in_axes, out_axes=out_axes,
+                       name=f"vmap({name})")
+    return outs, [not_mapped if not m else (1 if ax is not None else 0) for m, ax in zip(mapped, out_axes)]
+
+
+# ---------------------------------------------------------------------------------------------------- pmap
+class _Traced:
+    __slots__ = ("closed", "out_tree", "mesh_axes", "tracers")
+
+    def __init__(self, closed, out_tree, mesh_axes, tracers):
+        self.closed, self.out_tree, self.mesh_axes, self.tracers = closed, out_tree, mesh_axes, tracers
+
+
+class _Unnamed:
+    """The name of a pmap axis given no ``axis_name`` (no collective can refer to it)."""
+
+    def __repr__(self):
+        return "<unnamed>"
+
+
+def _as_tuple(x) -> tuple:
+    return (x,) if isinstance(x, int) else tuple(x)
+
+
+def _bound_axis_names() -> tuple:
+    return tuple(m.global_data.name for m in trace_stack if getattr(m.global_data, "name", None) is not None)
+
+
+class PmapFunction:
+    """A function mapped over devices (see ``pmap``)."""
+
+    def __init__(self, fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices):
+        functools.update_wrapper(self, fun)
+        self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
+        self.axis_name = _Unnamed() if axis_name is None else axis_name
+        self.static = _as_tuple(static_broadcasted_argnums)
+        if any(not isinstance(i, int) or isinstance(i, bool) for i in self.static):
+            raise ValueError(f"pmap: static_broadcasted_argnums must be ints, got {static_broadcasted_argnums!r}")
+        self.devices = None if devices is None else list(devices)
+        self._traces: dict = {}
+        self._meshes: dict = {}
+        self._lifted: dict = {}
+        self.trace_count = 0
+
+    # --- arguments
+    def _leaf_axes(self, args, static_pos, leaves) -> list:
+        if self.in_axes is None or isinstance(self.in_axes, int):
+            axes = [self.in_axes] * len(leaves)
+        else:
+            spec = tuple(self.in_axes) if isinstance(self.in_axes, list) else self.in_axes
+            if isinstance(spec, tuple) and len(spec) == len(args):
+                spec = tuple(a for i, a in enumerate(spec) if i not in static_pos)
+            dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
+            axes = broadcast_prefix(spec, dyn, "pmap in_axes")
+        out = []
+        for i, (x, ax) in enumerate(zip(leaves, axes)):
+            if ax is None:
+                out.append(None)
+                continue
+            if not isinstance(ax, int) or isinstance(ax, bool):
+                raise ValueError(f"pmap: in_axes entries must be int or None, got {ax!r}")
+            nd = len(get_aval(x).shape)
+            if not -nd <= ax < nd:
+                raise ValueError(f"pmap: in_axes={ax} is out of bounds for argument leaf {i} of rank {nd}")
+            out.append(ax % nd)
+        return out
+
+    def _out_axes(self, out_tree, leaves) -> list:
+        example = tree_unflatten(out_tree, [object()] * out_tree.num_leaves)
+        spec = self.out_axes
+        axes = [spec] * out_tree.num_leaves if spec is None or isinstance(spec, int) else \
+            broadcast_prefix(tuple(spec) if isinstance(spec, list) else spec, example, "pmap out_axes")
+        out = []
+        for i, (ax, x) in enumerate(zip(axes, leaves)):
+            if ax is not None:
+                nd = len(get_aval(x).shape) + 1
+                if not isinstance(ax, int) or isinstance(ax, bool) or not -nd <= ax < nd:
+                    raise ValueError(f"pmap: out_axes entry {ax!r} is invalid for output leaf {i} of rank {nd - 1}")
+                ax %= nd
+            out.append(ax)
+        return out
+
+    # --- calling
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise ValueError(f"pmap: keyword arguments are not supported (got {sorted(kwargs)}); pass them "
+                             f"positionally")
+        nargs = len(args)
+        static_pos = {i % nargs for i in self.static if -nargs <= i < nargs}
+        static = tuple((i, args[i]) for i in sorted(static_pos))
+        for i, v in static:
+            try:
+                hash(v)
+            except TypeError:
+                raise ValueError(f"pmap: static argument {i} must be hashable, got {type(v).__name__}") from None
+        dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
+        leaves, in_tree = tree_flatten(dyn)
+        axes = self._leaf_axes(args, static_pos, leaves)
+        sizes = [(i, get_aval(x).shape[a]) for i, (x, a) in enumerate(zip(leaves, axes)) if a is not None]
+        if not sizes:
+            raise ValueError("pmap: no argument is mapped (all in_axes are None)")
+        n = sizes[0][1]
+        if any(s != n for _, s in sizes):
+            raise ValueError(f"pmap: mapped axes have different sizes "
+                             f"({', '.join(f'leaf {i}: {s}' for i, s in sizes)})")
+        frame = _enclosing_frame()
+        if frame is not None:
+            return self._nested(frame, args, static_pos, leaves, in_tree, axes, n)
+        return self._call(args, static, static_pos, leaves, in_tree, axes, n)
+
+    def _global_size(self, n: int) -> int:
+        from flfun.devices import local_device_count, process_count
+        if self.devices is None and process_count() > 1:
+            if n != local_device_count():
+                raise ValueError(f"pmap: the mapped axis has size {n}, but this process has {local_device_count()} "
+                                 f"devices; across processes each passes one shard per local device")
+            return n * process_count()
+        return n
+
+    def _trace(self, in_tree, avals, axes, static, args, static_pos, n_global) -> _Traced:
+        key = (in_tree, avals, tuple(axes), static, n_global, _bound_axis_names())
+        hit = self._traces.get(key)
+        if hit is not None:
+            return hit
+        out_tree, mesh_axes = [], []
+
+        def flat_fun(*xs):
+            it = iter(tree_unflatten(in_tree, xs))
+            out = self.fun(*[args[i] if i in static_pos else next(it) for i in range(len(args))])
+            ol, td = tree_flatten(out)
+            out_tree.append(td)
+            return ol
+        with new_main(SpmdAxisTrace, _Frame(self.axis_name, n_global, mesh_axes)):
+            closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
+        self.trace_count += 1
+        traced = _Traced(closed, out_tree[0], tuple(mesh_axes), tracers)
+        if not tracers:
+            self._traces[key] = traced
+        return traced
+
+    def _mesh(self, n_global: int, inner: tuple) -> Mesh:
+        from flfun.devices import devices as all_devices
+        shape = (n_global,) + tuple(s for _, s in inner)
+        names = (self.axis_name,) + tuple(nm for nm, _ in inner)
+        need = int(np.prod(shape))
+        if self.devices is not None:
+            devs = self.devices
+            if len(devs) != need:
+                raise ValueError(f"pmap: the mapped axis has size {n_global}{_mesh_note(inner)}, which needs "
+                                 f"{need} devices, but devices= lists {len(devs)}")
+        else:
+            avail = all_devices()
+            if need > len(avail):
+                raise ValueError(f"pmap: the mapped axis has size {n_global}{_mesh_note(inner)}, which needs "
+                                 f"{need} devices, but only {len(avail)} are available (set FLFUN_CPU_DEVICES "
+                                 f"or call flfun.devices.set_cpu_device_count)")
+            devs = avail[:need]
+        key = (tuple(id(d) for d in devs), names, shape)
+        mesh = self._meshes.get(key)
+        if mesh is None:
+            mesh = self._meshes[key] = Mesh(devs, names, shape)
+        return mesh
+
+    def _call(self, args, static, static_pos, leaves, in_tree, axes, n):
+        n_global = self._global_size(n)
+        avals = tuple(_shard_aval(x, a) for x, a in zip(leaves, axes))
+        traced = self._trace(in_tree, avals, axes, static, args, static_pos, n_global)
+        mesh = self._mesh(n_global, traced.mesh_axes)
+        out_avals = traced.closed.out_avals
+        out_axes = self._out_axes(traced.out_tree, out_avals)
+        p_out_axes = tuple(None if a is None else 0 for a in out_axes)
+        if _state.eager and not traced.tracers and not any(isinstance(x, Tracer) for x in leaves):
+            heads = [mesh.local[i][1] for i in _head_indices(mesh)]
+            inputs = [_shards_of(x, a, heads) if a is not None else _replicated(x, av)
+                      for x, a, av in zip(leaves, axes, avals)]
+            outs, head_devs = _execute(traced.closed, mesh, inputs, p_out_axes)
+            res = [ShardedArray([wrap(b, d) for b, d in zip(o, head_devs)], ax) if ax is not None
+                   else wrap(o, mesh.local[0][1]) for o, ax in zip(outs, out_axes)]
+            return tree_unflatten(traced.out_tree, res)
+        closed, extra = traced.closed, list(traced.tracers)
+        if _state.tape is not None:
+            closed, lifted = self._lift_tape_consts(closed, len(extra))
+            extra = lifted + extra
+        moved = [moveaxis(x, a, 0) if a else x for x, a in zip(leaves, axes)]
+        in_ax = (None,) * len(extra) + tuple(None if a is None else 0 for a in axes)
+        outs = pmap_p.bind(*extra, *moved, program=closed, mesh=mesh, in_axes=in_ax, out_axes=p_out_axes,
+                           name=getattr(self.fun, "__name__", "fun"))
+        outs = [moveaxis(o, 0, a) if a else o for o, a in zip(outs, out_axes)]
+        return tree_unflatten(traced.out_tree, outs)
+
+    def _lift_tape_consts(self, closed: ClosedProgram, n_tracers: int):
+        """Constants the eager tape is recording become inputs, so that grad sees them (closed-over params)."""
+        from flfun.ir import Program
+        index = _state.tape.index
+        pos = tuple(i for i, c in enumerate(closed.consts) if id(c) in index)
+        if not pos:
+            return closed, []
+        key = (id(closed), pos)
+        hit = self._lifted.get(key)
+        if hit is None or hit[0] is not closed:
+            p = closed.program
+            keep = [i for i in range(len(p.constvars)) if i not in pos]
+            prog = Program([p.constvars[i] for i in keep], [p.constvars[i] for i in pos] + list(p.invars), p.eqns,
+                           p.outvars)
+            hit = self._lifted[key] = (closed, ClosedProgram(prog, [closed.consts[i] for i in keep]))
+        return hit[1], [closed.consts[i] for i in pos]
+
+    def _nested(self, frame, args, static_pos, leaves, in_tree, axes, n):
+        """A pmap inside another pmap's function: a new mesh axis. Each device takes its slice of the mapped
+        arguments; outputs are gathered along the axis, so the enclosing function sees stacked values."""
+        from flfun.primitives.collective import all_gather, axis_index
+        from flfun.primitives.shape import dynamic_slice, squeeze
+        if self.devices is not None:
+            raise ValueError("pmap: devices= can only be given to the outermost pmap")
+        for name, size in frame.axes:
+            if name == self.axis_name and size != n:
+                raise ValueError(f"pmap: nested axis {name!r} is used with sizes {size} and {n}")
+        if all(name != self.axis_name for name, _ in frame.axes):
+            frame.axes.append((self.axis_name, n))
+        with new_main(SpmdAxisTrace, _Frame(self.axis_name, n, frame.axes)):
+            j = axis_index(self.axis_name)
+
+            def take(x, a):
+                shape = get_aval(x).shape
+                starts = [0] * len(shape)
+                starts[a] = j
+                return squeeze(dynamic_slice(x, starts, shape[:a] + (1,) + shape[a + 1:]), (a,))
+            it = iter(tree_unflatten(in_tree, [take(x, a) if a is not None else x for x, a in zip(leaves, axes)]))
+            out = self.fun(*[args[i] if i in static_pos else next(it) for i in range(len(args))])
+            ol, td = tree_flatten(out)
+            oaxes = self._out_axes(td, ol)
+            res = [all_gather(o, self.axis_name, axis=a) if a is not None else o for o, a in zip(ol, oaxes)]
+        return tree_unflatten(td, res)
+
+    def lower(self, *args):
+        """The per-device program for these arguments (``.ir`` text) and its mesh, without running it."""
+        nargs = len(args)
+        static_pos = {i % nargs for i in self.static if -nargs <= i < nargs}
+        dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
+        leaves, in_tree = tree_flatten(dyn)
+        axes = self._leaf_axes(args, static_pos, leaves)
+        n = next(get_aval(x).shape[a] for x, a in zip(leaves, axes) if a is not None)
+        n_global = self._global_size(n)
+        traced = self._trace(in_tree, tuple(_shard_aval(x, a) for x, a in zip(leaves, axes)), axes,
+                             tuple((i, args[i]) for i in sorted(static_pos)), args, static_pos, n_global)
+        return _Lowered(traced.closed, self._mesh(n_global, traced.mesh_axes))
+
+
+class _Lowered:
+    def __init__(self, closed, mesh):
+        self.closed, self.mesh = closed, mesh
+
+    @property
+    def ir(self) -> str:
+        return str(self.closed.program)
+
+    def compile(self, device=None):
+        """The per-device executable (with its memory plan) on ``device`` (default: the mesh's first)."""
+        return compile_program(self.closed, device or self.mesh.local[0][1])
+
+
+def _mesh_note(inner) -> str:
+    return "".join(f" x {s} (nested axis {nm!r})" for nm, s in inner)
+
+
+def _head_indices(mesh: Mesh) -> list[int]:
+    return [i for i, (g, _) in enumerate(mesh.local) if not any(np.unravel_index(g, mesh.shape)[1:])]
+
+
+def _shard_aval(x, ax) -> ShapedArray:
+    a = get_aval(x)
+    if ax is None:
+        return a
+    return ShapedArray(a.shape[:ax] + a.shape[ax + 1:], a.dtype, a.weak_type)
+
+
+def _shards_of(x, ax: int, devs: list) -> list:
+    """Per-device raw buffers of a mapped argument: a ShardedArray's own shards when they already sit on
+    ``devs`` along ``ax``, else views of the host value."""
+    if isinstance(x, ShardedArray) and x.axis == ax and len(x.shards) == len(devs) and \
+            all(s._device is d for s, d in zip(x.shards, devs)):
+        return [s._value for s in x.shards]
+    if type(x) is Array:
+        v = x._device.to_host(x._value)
+    else:
+        v = np.asarray(x)
+    idx = (slice(None),) * ax
+    return [v[idx + (k,)] for k in range(len(devs))]
+
+
+def _replicated(x, aval: ShapedArray):
+    if type(x) is Array and x._device.platform == "cpu":
+        return x._value
+    return np.asarray(x, dtype=aval.dtype)
+
+
+def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
+         static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None) -> PmapFunction:
+    """Map ``fun`` over devices: shard ``i`` of every mapped argument runs on device ``i``, all at once.
+
+    ``fun`` is compiled once per shard shape (the jit pipeline: passes, memory plan, generated code) and runs
+    SPMD; collectives (``psum``, ``pmean``, ``all_gather``, ``psum_scatter``, ``ppermute``, ``all_to_all``, ...)
+    naming ``axis_name`` communicate between the devices. The mapped size must not exceed the number of devices
+    (the first ones are used, or ``devices``); across processes (``flfun.distributed.initialize()``) each process
+    passes one shard per local device and the axis spans all processes' devices.
+
+    Args:
+        fun: a function of arrays (pytrees allowed).
+        axis_name: the name collectives use for the mapped axis.
+        in_axes: int, None (broadcast to every device) or a pytree prefix of those, per positional argument.
+        out_axes: where the device axis goes in each output; ``None`` returns device 0's value (for outputs
+            that are equal everywhere, e.g. after ``psum``).
+        static_broadcasted_argnums: positional arguments passed as static (hashable) Python values.
+        devices: the devices to use (as many as the mapped size).
+
+    Returns:
+        A function returning ``ShardedArray``s (which behave like Arrays and feed later pmaps without copies).
+
+    Example::
+
+        >>> flfun.devices.set_cpu_device_count(4)
+        >>> f = flfun.pmap(lambda x: x / flfun.lax.psum(x, 'i'), axis_name='i')
+        >>> f(fnp.arange(1.0, 5.0)).tolist()
+        [0.1, 0.2, 0.3, 0.4]
+    """
+    if not callable(fun):
+        raise ValueError(f"pmap: fun must be callable, got {fun!r:.60}")
+    return PmapFunction(fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices)
+
+
+__all__ = ["pmap", "pmap_p", "PmapFunction", "SpmdAxisTrace"]
