@@ -346,8 +346,8 @@ def dot_product_attention(q, k, v, *, mask=None) -> Array:
     batch = tuple(range(nb))
     q = q * (1.0 / math.sqrt(q.shape[-1]))
     s = dot_general(q, k, (((nb + 1,), (nb + 1,)), (batch, batch)))
-    if mask is not None:
-        s = fnp.where(mask, s, fnp.full((), -np.inf, dtype=s.dtype))
+    if mask is not None:   # an additive 0/-inf bias: its transpose passes cotangents through untouched
+        s = s + fnp.where(mask, fnp.zeros((), dtype=s.dtype), fnp.full((), -np.inf, dtype=s.dtype))
     a = F.softmax(s, axis=-1)
     return dot_general(a, v, (((nb + 1,), (nb,)), (batch, batch)))
 
