@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+import time
 import weakref
 from typing import Any, Callable
 
@@ -89,6 +90,25 @@ class Executable:
         self._fallback: Executable | None = None
         self._consts = consts
 
+    def profile(self, *args, repeat: int = 5, clock: Callable = time.perf_counter) -> list[tuple[int, str, float]]:
+        """``(equation index, primitive, median seconds)`` for every equation, from ``repeat`` instrumented runs
+        of the same generated code (one ``clock()`` call around each equation; ``time.process_time`` is steadier
+        on a busy machine)."""
+        source, names = _generate(self.program, self.plan or plan_program(self.program, lambda e: False),
+                                  self.device.backend if self.device is not None else "numpy", self._consts,
+                                  self.device, self.arena, timed=clock)
+        scope: dict = {}
+        exec(compile(source, "<flfun.jit profile>", "exec"), scope)
+        run, times = scope["_factory"](*names.values()), names["_times"]
+        runs = []
+        for _ in range(repeat):
+            times.clear()
+            with self._lock:
+                run(*args)
+            runs.append(list(times))
+        med = np.median(np.asarray(runs), axis=0)
+        return [(i, e.prim.name, float(t)) for i, (e, t) in enumerate(zip(self.program.eqns, med))]
+
     def __call__(self, *args):
         if self._lock.acquire(False):
             try:
@@ -100,9 +120,10 @@ class Executable:
         return self._fallback(*args)
 
 
-def _generate(program: Program, plan: MemoryPlan, backend: str, consts: list, device, arena):
-    """Source of ``_factory(*closure_values) -> run`` and the closure values by name."""
-    names: dict[str, Any] = {}
+def _generate(program: Program, plan: MemoryPlan, backend: str, consts: list, device, arena, timed=None):
+    """Source of ``_factory(*closure_values) -> run`` and the closure values by name (with ``timed``, ``run``
+    also appends each equation's wall time to the list ``_times``)."""
+    names: dict[str, Any] = {"_clock": timed, "_times": []} if timed else {}
     by_id: dict[int, str] = {}
 
     def bound(prefix: str, value) -> str:
@@ -134,17 +155,22 @@ def _generate(program: Program, plan: MemoryPlan, backend: str, consts: list, de
     outset = {v.id for v in program.outvars if type(v) is Var}
     body = []
     for i, e in enumerate(program.eqns):
-        impl = bound("f", impl_for(e.prim, backend))
+        fn = impl_for(e.prim, backend)
+        impl = bound("f", fn)
         args = [atom(v) for v in e.inputs]
         args += [f"{k}={bound('p', p)}" for k, p in e.params.items()]
         outs = [f"v{v.id}" for v in e.outputs]
         for v, n in zip(e.outputs, outs):
             var_names[v.id] = n
         target = _out_target(e, roots, var_roots, views, offsets, arena, bound, var_names)
-        if target is not None:
-            args.append(f"out={target}")
+        if target is not None:           # a ufunc takes out= positionally (a little faster)
+            args.append(target if isinstance(fn, np.ufunc) and not e.params else f"out={target}")
         lhs = ", ".join(outs) + ("," if e.prim.multiple_results and len(outs) == 1 else "")
+        if timed:
+            body.append("_t = _clock()")
         body.append(f"{lhs} = {impl}({', '.join(args)})")
+        if timed:
+            body.append("_times.append(_clock() - _t)")
         # drop values the impl allocated itself once they are dead, so their memory goes back early
         dead = [var_names[v.id] for v in e.inputs if type(v) is Var and last.get(v.id) == i
                 and v.id not in outset and var_names[v.id].startswith("v")

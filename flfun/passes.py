@@ -1,5 +1,6 @@
 """Semantics-preserving IR passes: call inlining, dead-code elimination, common-subexpression elimination,
-constant folding, and simplification of the zeros, ones and broadcasts that autodiff produces.
+constant folding, simplification of the zeros, ones and broadcasts that autodiff produces, and outer products
+as broadcasting multiplies.
 
 Every pass maps ``(program, consts) -> (program, consts)`` and never mutates its input. ``optimize`` runs the
 standard pipeline that ``jit`` uses; ``PASSES`` names them all for experiments.
@@ -131,7 +132,9 @@ def fold_constants(program: Program, consts: list, max_bytes: int = FOLD_MAX_BYT
     for e in program.eqns:
         ins = tuple(_atom(v, env) for v in e.inputs)
         small = sum(v.aval.nbytes for v in e.outputs) <= max_bytes
-        if small and _call_param(e) is None and all(type(v) is Literal or v.id in known for v in ins):
+        # collectives depend on the device running the program: never fold them at compile time
+        foldable = small and _call_param(e) is None and not e.prim.collective
+        if foldable and all(type(v) is Literal or v.id in known for v in ins):
             vals = [v.val if type(v) is Literal else known[v.id] for v in ins]
             outs = eval_primitive(e.prim, vals, e.params)
             outs = outs if e.prim.multiple_results else [outs]
@@ -162,7 +165,7 @@ def _same(a: ShapedArray, b: ShapedArray) -> bool:
 
 def simplify(program: Program, consts: list) -> tuple[Program, list]:
     """Remove the identities that autodiff leaves behind: ``x + 0``, ``x - 0``, ``x * 1``, ``x / 1``,
-    ``-(-x)``, ``select_n(p, a, a)``, no-op reshape / transpose / broadcast / convert / reduce_sum, chains of
+    ``-(-x)``, ``x ** 1``, ``select_n(p, a, a)``, no-op reshape / transpose / broadcast / convert / reduce_sum, chains of
     reshapes, transposes and broadcasts, a broadcast scalar operand of a broadcasting op or select (numpy
     broadcasts the scalar itself), and ``transpose(dot_general(a, b))`` as ``dot_general(b, a)`` (the transpose
     rule of dot_general leaves these; the swapped product writes its layout directly). ``x * 0`` is left alone (it is not 0 for inf or nan); ``x + 0 -> x`` may turn a ``-0.0``
@@ -187,23 +190,29 @@ def simplify(program: Program, consts: list) -> tuple[Program, list]:
     def uval(v):
         return v.val if type(v) is Literal else uniform.get(v.id)
 
-    for e in program.eqns:
+    def process(e: Eqn):
         ins = tuple(_atom(v, env) for v in e.inputs)
         e = Eqn(e.prim, ins, e.outputs, e.params) if ins != e.inputs else e
         new = _simplify_eqn(e, uval, producer, uses)
-        while isinstance(new, Eqn):        # a rewritten equation may simplify further
-            e, new = new, _simplify_eqn(new, uval, producer, uses)
         if isinstance(new, (Var, Literal)):
             env[e.outputs[0].id] = new
-            continue
-        if len(e.outputs) == 1:
-            out = e.outputs[0]
-            if e.prim.name in _SHAPE_OPS and uval(e.inputs[0]) is not None:
-                uniform[out.id] = uval(e.inputs[0])
-            elif e.prim.name == "convert_element_type" and uval(e.inputs[0]) is not None:
-                uniform[out.id] = np.asarray(uval(e.inputs[0])).astype(out.aval.dtype)[()]
-            producer[out.id] = e
-        eqns.append(e)
+        elif isinstance(new, Eqn):              # a rewritten equation may simplify further
+            process(new)
+        elif isinstance(new, list):
+            for x in new:
+                process(x)
+        else:
+            if len(e.outputs) == 1:
+                out = e.outputs[0]
+                if e.prim.name in _SHAPE_OPS and uval(e.inputs[0]) is not None:
+                    uniform[out.id] = uval(e.inputs[0])
+                elif e.prim.name == "convert_element_type" and uval(e.inputs[0]) is not None:
+                    uniform[out.id] = np.asarray(uval(e.inputs[0])).astype(out.aval.dtype)[()]
+                producer[out.id] = e
+            eqns.append(e)
+
+    for e in program.eqns:
+        process(e)
     return _rebuild(program, eqns, env), consts
 
 
@@ -220,6 +229,43 @@ def _swap_dot(dot: Eqn, perm) -> dict | None:
     return {**dot.params, "dimension_numbers": ((tuple(rc), tuple(lc)), (tuple(rb), tuple(lb)))}
 
 
+def _outer_product(dot: Eqn) -> list | None:
+    """``dot_general`` without contraction (per-example outer products) as a broadcasting ``mul``: one exact
+    product per element, written straight into its output instead of K=1 matrix products."""
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    a, b = dot.inputs
+    out = dot.outputs[0].aval
+    nb = len(lb)
+    if lc or rc or tuple(lb) != tuple(range(nb)) or tuple(rb) != tuple(range(nb)) or a.aval.dtype != out.dtype \
+            or b.aval.dtype != out.dtype or type(a) is not Var or type(b) is not Var:
+        return None
+    from flfun.primitives import get
+    reshape, mul = get("reshape"), get("mul")
+    nl, nr = len(a.aval.shape) - nb, len(b.aval.shape) - nb
+    new = []
+    sa = a.aval.shape + (1,) * nr
+    sb = b.aval.shape[:nb] + (1,) * nl + b.aval.shape[nb:]
+
+    def reshaped(x, shape):
+        if x.aval.shape == shape:
+            return x
+        v = Var(ShapedArray(shape, x.aval.dtype))
+        new.append(Eqn(reshape, (x,), (v,), {"new_sizes": shape}))
+        return v
+    a2, b2 = reshaped(a, sa), reshaped(b, sb)
+    new.append(Eqn(mul, (a2, b2), dot.outputs, {}))
+    return new
+
+
+def outer_products(program: Program, consts: list) -> tuple[Program, list]:
+    """Rewrite ``dot_general`` without contracting dimensions as a broadcasting ``mul`` (see ``simplify``)."""
+    eqns = []
+    for e in program.eqns:
+        new = _outer_product(e) if e.prim.name == "dot_general" else None
+        eqns.extend(new if new is not None else [e])
+    return _rebuild(program, eqns, {}), consts
+
+
 def _is(val, target) -> bool:
     return val is not None and bool(np.asarray(val) == target)
 
@@ -234,7 +280,7 @@ def _simplify_eqn(e: Eqn, uval: Callable, producer: dict, uses: dict):
     if name in ("broadcast_in_dim", "reshape", "transpose", "convert_element_type") and _same(x.aval, out):
         if name != "transpose" or tuple(p["permutation"]) == tuple(range(len(out.shape))):
             return x
-    if name == "reduce_sum" and not p["axes"]:
+    if name == "reduce_sum" and not p["axes"] or name == "integer_pow" and p["y"] == 1:
         return x
     prev = producer.get(x.id) if type(x) is Var else None
     if prev is not None and prev.prim is e.prim:
@@ -277,7 +323,42 @@ def _simplify_eqn(e: Eqn, uval: Callable, producer: dict, uses: dict):
             return Eqn(e.prim, (a, Literal(ub, ShapedArray((), b.aval.dtype))), e.outputs, p)
         if ua is not None and type(a) is Var and _same(b.aval, out):
             return Eqn(e.prim, (Literal(ua, ShapedArray((), a.aval.dtype)), b), e.outputs, p)
+    if name in _BROADCASTING or name == "select_n":
+        return _implicit_broadcast(e, producer)
     return None
+
+
+def _implicit_broadcast(e: Eqn, producer: dict):
+    """Feed a ``broadcast_in_dim`` operand's source to an op that broadcasts like numpy anyway (when another
+    operand has the output shape), reshaped to the output's rank if its dimensions are not the trailing ones."""
+    out = e.outputs[0].aval
+    ins, new = list(e.inputs), []
+    def is_broadcast(v):
+        return type(v) is Var and v.id in producer and producer[v.id].prim.name == "broadcast_in_dim"
+    if not any(type(v) is Var and v.aval.shape == out.shape and not is_broadcast(v) for v in ins):
+        return None
+    for k, v in enumerate(ins):
+        if not is_broadcast(v) or v.aval.shape != out.shape:
+            continue
+        prev = producer[v.id]
+        y, dims = prev.inputs[0], tuple(prev.params["broadcast_dimensions"])
+        rank = len(out.shape)
+        if dims != tuple(range(rank - len(y.aval.shape), rank)):
+            shape = [1] * rank
+            for d, n in zip(dims, y.aval.shape):
+                shape[d] = n
+            shape = tuple(shape)
+            if type(y) is Var:
+                from flfun.primitives import get
+                r = Var(ShapedArray(shape, y.aval.dtype))
+                new.append(Eqn(get("reshape"), (y,), (r,), {"new_sizes": shape}))
+                y = r
+            else:
+                y = Literal(y.val, ShapedArray((), y.aval.dtype))
+        ins[k] = y
+    if not new and ins == list(e.inputs):
+        return None
+    return new + [Eqn(e.prim, tuple(ins), e.outputs, e.params)]
 
 
 # ------------------------------------------------------------------------------------------ partial eval
@@ -320,8 +401,8 @@ def partial_eval(program: Program, known: list, num_known_outs: int) -> tuple[Pr
 
 # ----------------------------------------------------------------------------------------------- pipeline
 PASSES: dict[str, Callable] = {"inline": inline_calls, "simplify": simplify, "fold": fold_constants, "cse": cse,
-                               "dce": dce}
-DEFAULT_PIPELINE = ("inline", "simplify", "fold", "cse", "simplify", "dce")
+                               "dce": dce, "outer_products": outer_products}
+DEFAULT_PIPELINE = ("inline", "simplify", "fold", "cse", "simplify", "outer_products", "dce")
 
 
 def optimize(program: Program, consts: list, pipeline=DEFAULT_PIPELINE) -> tuple[Program, list]:
@@ -339,4 +420,5 @@ def optimize(program: Program, consts: list, pipeline=DEFAULT_PIPELINE) -> tuple
     return program, consts
 
 
-__all__ = ["inline_calls", "dce", "cse", "fold_constants", "simplify", "optimize", "partial_eval", "PASSES"]
+__all__ = ["inline_calls", "dce", "cse", "fold_constants", "simplify", "outer_products", "optimize", "partial_eval",
+           "PASSES"]

@@ -33,10 +33,12 @@ DEFAULT_STRATEGY = "auto"
 # ------------------------------------------------------------------------------------------ closing programs
 def close_program(program: Program, consts: list) -> tuple[ClosedProgram, list]:
     """Turn traced constants into: literals (scalars), constants (concrete arrays) or, for tracers of outer
-    transforms, leading inputs. Returns the closed program and those tracers."""
+    transforms and arrays an eager grad tape is watching, leading inputs. Returns the closed program and those
+    values."""
     tracer_vars, tracers, keep_vars, keep_vals, env = [], [], [], [], {}
+    tape = _state.tape
     for v, c in zip(program.constvars, consts):
-        if isinstance(c, Tracer):
+        if isinstance(c, Tracer) or tape is not None and id(c) in tape.index:   # the eager grad tape watches c
             tracer_vars.append(v)
             tracers.append(c)
             continue
@@ -228,8 +230,8 @@ def _take_donated(leaf, others: set):
 
 
 def _raw_args(leaves, avals, donated):
-    raw = [None if (i in donated and type(x) is Array) else _raw_arg(x, a)
-           for i, (x, a) in enumerate(zip(leaves, avals))]
+    raw = [None if (i in donated and type(x) is Array) else _raw_arg(x, None if avals is None else avals[i])
+           for i, x in enumerate(leaves)]
     if donated:
         others = {id(r) for r in raw if r is not None}
         for i in donated:
@@ -275,6 +277,7 @@ class JitFunction:
         self.static_argnums += tuple(params.index(n) for n in self.static_argnames if n in params
                                      and params.index(n) not in self.static_argnums)
         self.memory_strategy = memory_strategy
+        self._static = bool(self.static_argnums or self.static_argnames)
         self._traces: dict = {}
         self._fast: dict = {}
         self._fast_version = None
@@ -282,11 +285,18 @@ class JitFunction:
 
     # --- calling
     def __call__(self, *args, **kwargs):
-        if _state.eager and not kwargs and not self.static_argnums and not self.donate_argnums:
+        if _state.eager and not self._static:
             version = (core.registry_version, config.jit_planned)
-            if version == self._fast_version:
-                key = []
-                for a in args:
+            if version != self._fast_version:
+                self._fast.clear()
+                self._fast_version = version
+            else:
+                hit = self._fast_positional(args) if not kwargs and not self.donate_argnums else None
+                if hit is not None:
+                    return hit
+                leaves, tree = tree_flatten((args, kwargs))
+                key = [tree]
+                for a in leaves:
                     if type(a) is not Array:
                         break
                     v = a._value
@@ -294,15 +304,28 @@ class JitFunction:
                 else:
                     hit = self._fast.get(tuple(key))
                     if hit is not None:
-                        exe, out_tree, dev = hit
-                        outs = exe(*[a._value for a in args])
-                        if out_tree is None:
-                            return wrap(outs[0], dev)
+                        exe, out_tree, dev, donated = hit
+                        raw = _raw_args(leaves, None, donated) if donated else [a._value for a in leaves]
+                        outs = exe(*raw)
                         return tree_unflatten(out_tree, [wrap(o, dev) for o in outs])
-            else:
-                self._fast.clear()
-                self._fast_version = version
         return self._call(args, kwargs)
+
+    def _fast_positional(self, args):
+        """The W1 path: positional Array arguments only, an executable cached for their shapes and dtypes."""
+        key = []
+        for a in args:
+            if type(a) is not Array:
+                return None
+            v = a._value
+            key += (v.shape, v.dtype, a._device)
+        hit = self._fast.get(tuple(key))
+        if hit is None:
+            return None
+        exe, out_tree, dev, _ = hit
+        outs = exe(*[a._value for a in args])
+        if out_tree is None:
+            return wrap(outs[0], dev)
+        return tree_unflatten(out_tree, [wrap(o, dev) for o in outs])
 
     def _signature(self, args, kwargs):
         nargs = len(args)
@@ -371,14 +394,14 @@ class JitFunction:
             return tree_unflatten(traced.out_tree, outs)
         dev = _device_of(leaves)
         exe = compile_program(traced.closed, dev, donated, self.memory_strategy)
-        outs = exe(*_raw_args(leaves, avals, donated))
-        simple = all(type(x) is Array for x in leaves) and not static and not kwargs and not donated
-        out_tree = None if traced.out_tree.node_type is None else traced.out_tree
-        if simple and _state.eager:
-            key = []
+        if not self._static and _state.eager and all(type(x) is Array for x in leaves):
+            simple = not kwargs and not donated and all(type(a) is Array for a in args)
+            key = [] if simple else [tree_flatten((args, kwargs))[1]]
             for a in leaves:
                 key += (a._value.shape, a._value.dtype, a._device)
-            self._fast[tuple(key)] = (exe, out_tree, dev)
+            out_tree = None if simple and traced.out_tree.node_type is None else traced.out_tree
+            self._fast[tuple(key)] = (exe, out_tree, dev, donated)
+        outs = exe(*_raw_args(leaves, avals, donated))
         return tree_unflatten(traced.out_tree, [wrap(o, dev) for o in outs])
 
     # --- inspection
