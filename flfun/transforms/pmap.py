@@ -261,8 +261,12 @@ def _bound_axis_names() -> tuple:
 class PmapFunction:
     """A function mapped over devices (see ``pmap``)."""
 
-    def __init__(self, fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices):
+    def __init__(self, fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices, axis_size):
         functools.update_wrapper(self, fun)
+        if axis_size is not None and (not isinstance(axis_size, int) or isinstance(axis_size, bool)
+                                      or axis_size < 1):
+            raise ValueError(f"pmap: axis_size must be a positive int or None, got {axis_size!r}")
+        self.axis_size = axis_size
         self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
         self.axis_name = _Unnamed() if axis_name is None else axis_name
         self.static = _as_tuple(static_broadcasted_argnums)
@@ -329,12 +333,13 @@ class PmapFunction:
         leaves, in_tree = tree_flatten(dyn)
         axes = self._leaf_axes(args, static_pos, leaves)
         sizes = [(i, get_aval(x).shape[a]) for i, (x, a) in enumerate(zip(leaves, axes)) if a is not None]
-        if not sizes:
-            raise ValueError("pmap: no argument is mapped (all in_axes are None)")
-        n = sizes[0][1]
-        if any(s != n for _, s in sizes):
+        if not sizes and self.axis_size is None:
+            raise ValueError("pmap: no argument is mapped (all in_axes are None); pass axis_size")
+        n = sizes[0][1] if sizes else self.axis_size
+        if any(s != n for _, s in sizes) or (self.axis_size is not None and self.axis_size != n):
             raise ValueError(f"pmap: mapped axes have different sizes "
-                             f"({', '.join(f'leaf {i}: {s}' for i, s in sizes)})")
+                             f"({', '.join(f'leaf {i}: {s}' for i, s in sizes)}"
+                             f"{'' if self.axis_size is None else f', axis_size={self.axis_size}'})")
         frame = _enclosing_frame()
         if frame is not None:
             return self._nested(frame, args, static_pos, leaves, in_tree, axes, n)
@@ -471,7 +476,7 @@ class PmapFunction:
         dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
         leaves, in_tree = tree_flatten(dyn)
         axes = self._leaf_axes(args, static_pos, leaves)
-        n = next(get_aval(x).shape[a] for x, a in zip(leaves, axes) if a is not None)
+        n = next((get_aval(x).shape[a] for x, a in zip(leaves, axes) if a is not None), self.axis_size)
         n_global = self._global_size(n)
         traced = self._trace(in_tree, tuple(_shard_aval(x, a) for x, a in zip(leaves, axes)), axes,
                              tuple((i, args[i]) for i in sorted(static_pos)), args, static_pos, n_global)
@@ -527,7 +532,8 @@ def _replicated(x, aval: ShapedArray):
 
 
 def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
-         static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None) -> PmapFunction:
+         static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
+         axis_size: int | None = None) -> PmapFunction:
     """Map ``fun`` over devices: shard ``i`` of every mapped argument runs on device ``i``, all at once.
 
     ``fun`` is compiled once per shard shape (the jit pipeline: passes, memory plan, generated code) and runs
@@ -544,6 +550,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, 
             that are equal everywhere, e.g. after ``psum``).
         static_broadcasted_argnums: positional arguments passed as static (hashable) Python values.
         devices: the devices to use (as many as the mapped size).
+        axis_size: the mapped size when no argument is mapped (e.g. to initialise per-device state).
 
     Returns:
         A function returning ``ShardedArray``s (which behave like Arrays and feed later pmaps without copies).
@@ -557,7 +564,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, 
     """
     if not callable(fun):
         raise ValueError(f"pmap: fun must be callable, got {fun!r:.60}")
-    return PmapFunction(fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices)
+    return PmapFunction(fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices, axis_size)
 
 
 __all__ = ["pmap", "pmap_p", "PmapFunction", "SpmdAxisTrace"]
