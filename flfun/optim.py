@@ -13,7 +13,7 @@ from typing import Any, Callable, NamedTuple, Union
 import numpy as np
 
 from flfun import numpy as fnp
-from flfun.primitives.elementwise import convert_element_type as _cast
+from flfun.lax import convert_element_type as _cast
 from flfun.tree import tree_leaves, tree_map, tree_structure
 
 Schedule = Callable[[Any], Any]

@@ -15,9 +15,7 @@ import numpy as np
 from flfun import dtypes
 from flfun import numpy as fnp
 from flfun.array import Array
-from flfun.primitives import elementwise as lax
-from flfun.primitives import reduce as lax_reduce
-from flfun.primitives import shape as lax_shape
+from flfun import lax
 from flfun.util import canonical_axis, prod
 
 _U32 = np.dtype(np.uint32)
@@ -64,8 +62,8 @@ def _stack_last(a, b):
     """``stack([a, b], axis=-1)`` for two arrays of one shape, from broadcast + select (no concatenate)."""
     shape = tuple(a.shape) + (2,)
     dims = tuple(range(a.ndim))
-    which = lax_shape.iota(np.int32, shape, a.ndim)
-    return lax.select_n(which, lax_shape.broadcast_in_dim(a, shape, dims), lax_shape.broadcast_in_dim(b, shape, dims))
+    which = lax.iota(np.int32, shape, a.ndim)
+    return lax.select_n(which, lax.broadcast_in_dim(a, shape, dims), lax.broadcast_in_dim(b, shape, dims))
 
 
 def _check_key(key, fn: str):
@@ -83,12 +81,12 @@ def _check_key(key, fn: str):
 
 def _row(keys, i: int):
     """``keys[i]`` of a ``(n, 2)`` batch of keys."""
-    return lax_shape.reshape(lax_shape.slice(keys, (i, 0), (i + 1, 2)), (2,))
+    return lax.reshape(lax.slice(keys, (i, 0), (i + 1, 2)), (2,))
 
 
 def _key_words(key):
     """The two key words as uint32[1] arrays (1-d keeps numpy from warning on scalar wrap-around)."""
-    return lax_shape.slice(key, (0,), (1,)), lax_shape.slice(key, (1,), (2,))
+    return lax.slice(key, (0,), (1,)), lax.slice(key, (1,), (2,))
 
 
 def _canonical_shape(shape, fn: str) -> tuple[int, ...]:
@@ -109,12 +107,12 @@ def _hash_counters(key, shape: tuple[int, ...]):
     if n >= 2 ** 32:
         raise ValueError(f"random: at most 2**32 - 1 values per call, got shape {shape}")
     k0, k1 = _key_words(key)
-    lo = lax_shape.iota(_U32, (max(n, 1),), 0)
-    hi = lax_shape.full((max(n, 1),), 0, _U32)
+    lo = lax.iota(_U32, (max(n, 1),), 0)
+    hi = lax.full((max(n, 1),), 0, _U32)
     y0, y1 = threefry_2x32(k0, k1, hi, lo)
     if n == 0:
-        y0, y1 = (lax_shape.slice(y, (0,), (0,)) for y in (y0, y1))
-    return lax_shape.reshape(y0, shape), lax_shape.reshape(y1, shape)
+        y0, y1 = (lax.slice(y, (0,), (0,)) for y in (y0, y1))
+    return lax.reshape(y0, shape), lax.reshape(y1, shape)
 
 
 # ---------------------------------------------------------------------------------------------------- keys
@@ -140,7 +138,7 @@ def key(seed) -> Array:
     if seed.dtype.itemsize == 8:
         hi = lax.convert_element_type(lax.shift_right_logical(seed, seed.dtype.type(32)), _U32)
     else:
-        hi = lax_shape.full((), 0, _U32)
+        hi = lax.full((), 0, _U32)
     return _stack_last(hi, lo)
 
 
@@ -171,12 +169,12 @@ def fold_in(key: Array, data) -> Array:
     if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
         d = fnp.asarray(np.array([int(data) % 2 ** 32], dtype=np.uint32))
     elif isinstance(data, Array) and data.shape == () and dtypes.is_int(data.dtype):
-        d = lax_shape.reshape(lax.convert_element_type(data, _U32), (1,))
+        d = lax.reshape(lax.convert_element_type(data, _U32), (1,))
     else:
         raise ValueError(f"fold_in: data must be an integer scalar, got {data!r:.60}")
     k0, k1 = _key_words(key)
-    y0, y1 = threefry_2x32(k0, k1, lax_shape.full((1,), 0, _U32), d)
-    return lax_shape.reshape(_stack_last(y0, y1), (2,))
+    y0, y1 = threefry_2x32(k0, k1, lax.full((1,), 0, _U32), d)
+    return lax.reshape(_stack_last(y0, y1), (2,))
 
 
 def bits(key: Array, shape: Sequence[int] = (), dtype=np.uint32) -> Array:
@@ -334,13 +332,13 @@ def categorical(key: Array, logits, axis: int = -1, shape: Sequence[int] | None 
     axis = canonical_axis(axis, logits.ndim, "categorical")
     if axis != logits.ndim - 1:
         perm = tuple(i for i in range(logits.ndim) if i != axis) + (axis,)
-        logits = lax_shape.transpose(logits, perm)
+        logits = lax.transpose(logits, perm)
     batch = tuple(logits.shape[:-1])
     shape = batch if shape is None else _canonical_shape(shape, "categorical")
     if tuple(shape[len(shape) - len(batch):]) != batch:
         raise ValueError(f"categorical: shape {shape} must end with the logits' batch shape {batch}")
     g = gumbel(key, (*shape, logits.shape[-1]), logits.dtype if dtypes.is_float(logits.dtype) else np.float32)
-    return lax_reduce.argmax(g + logits, len(shape), dtypes.DEFAULT_INT)
+    return lax.argmax(g + logits, len(shape), dtypes.DEFAULT_INT)
 
 
 def randint(key: Array, shape: Sequence[int], minval, maxval, dtype=np.int64) -> Array:
@@ -376,7 +374,7 @@ def _shuffle(key, x, axis: int):
     for _ in range(rounds):
         key, sub = split(key)
         sort_keys = bits(sub, x.shape)
-        x = lax_shape.sort((sort_keys, x), dimension=axis, is_stable=True, num_keys=1)[1]
+        x = lax.sort((sort_keys, x), dimension=axis, is_stable=True, num_keys=1)[1]
     return x
 
 
@@ -427,7 +425,7 @@ def choice(key: Array, n: int, shape: Sequence[int] = (), replace: bool = True) 
     size = prod(shape)
     if size > n:
         raise ValueError(f"choice: cannot draw {size} values from {n} without replacement")
-    return lax_shape.reshape(lax_shape.slice(permutation(key, n), (0,), (size,)), shape)
+    return lax.reshape(lax.slice(permutation(key, n), (0,), (size,)), shape)
 
 
 __all__ = ["key", "PRNGKey", "split", "fold_in", "bits", "uniform", "normal", "truncated_normal", "bernoulli",

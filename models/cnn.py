@@ -10,7 +10,7 @@ import numpy as np
 
 import flfun.numpy as fnp
 from flfun import nn
-from flfun.primitives.shape import reshape
+from flfun.lax import reshape
 
 DEFAULTS = {"steps": 500, "batch_size": 64, "lr": 3e-3, "weight_decay": 1e-4, "warmup": 50}
 

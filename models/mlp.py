@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import flfun.numpy as fnp
 from flfun import nn
-from flfun.primitives.shape import reshape
+from flfun.lax import reshape
 
 DEFAULTS = {"steps": 1500, "batch_size": 64, "lr": 2e-3, "weight_decay": 1e-4, "warmup": 50}
 

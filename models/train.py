@@ -289,7 +289,10 @@ def train(args: argparse.Namespace) -> dict:
             rate, t_window, n_window = n_window / (now - t_window), now, 0
         if bar is not None:
             bar.update(1)
-            bar.set_postfix({"loss": f"{loss:.4f}", "steps/s": f"{rate:.1f}"}, refresh=False)
+            post = {"loss": f"{loss:.4f}"}
+            if rate:
+                post["steps/s"] = f"{rate:.1f}"
+            bar.set_postfix(post, refresh=False)
         if args.checkpoint_dir and args.checkpoint_every and (step + 1) % args.checkpoint_every == 0:
             _save(args, model, opt_state, step + 1, losses, task)
         if args.time_limit and now - t_train > args.time_limit:
@@ -333,7 +336,11 @@ def _write_profile(prof, out: str) -> None:
     with open(os.path.join(out, "profile.txt"), "w") as f:
         f.write(prof.table())
     prof.export_chrome_trace(os.path.join(out, "trace.json"))
-    print(prof.table(limit=15))
+    try:
+        from tqdm import tqdm
+        tqdm.write(prof.table(limit=15))
+    except ImportError:
+        print(prof.table(limit=15))
 
 
 def sample(args: argparse.Namespace) -> str:

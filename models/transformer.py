@@ -10,7 +10,7 @@ import numpy as np
 
 import flfun.numpy as fnp
 from flfun import nn, random
-from flfun.primitives.shape import reshape, slice as lax_slice
+from flfun.lax import reshape, slice as lax_slice
 
 DEFAULTS = {"steps": 1200, "batch_size": 32, "lr": 3e-3, "weight_decay": 0.01, "warmup": 100}
 

@@ -18,17 +18,13 @@ from flfun.array import Array
 from flfun.nn import functional as F
 from flfun.nn import initializers as init
 from flfun.nn.module import Module, static_field
-from flfun.primitives import elementwise as lax
-from flfun.primitives import reduce as lax_reduce
-from flfun.primitives import shape as lax_shape
-from flfun.primitives.indexing import gather
-from flfun.primitives.linalg import conv_general_dilated, dot_general
+from flfun import lax
 
 
 def split_key(key, num: int = 2) -> list:
     """``num`` new keys as a list: ``k1, k2 = split_key(key)``."""
     keys = random.split(key, num)
-    return [lax_shape.reshape(lax_shape.slice(keys, (i, 0), (i + 1, 2)), (2,)) for i in range(num)]
+    return [lax.reshape(lax.slice(keys, (i, 0), (i + 1, 2)), (2,)) for i in range(num)]
 
 
 def _tuple(v, n: int, name: str, layer: str) -> tuple[int, ...]:
@@ -73,7 +69,7 @@ class Linear(Module):
 
     def __call__(self, x) -> Array:
         _last_dim(x, self.weight.shape[0], "Linear")
-        y = dot_general(x, self.weight, (((x.ndim - 1,), (0,)), ((), ())))
+        y = lax.dot_general(x, self.weight, (((x.ndim - 1,), (0,)), ((), ())))
         return y if self.bias is None else y + self.bias
 
 
@@ -127,12 +123,12 @@ class _Conv(Module):
                              f"{'spatial, ' * n}...) or one unbatched example, got shape {tuple(x.shape)}")
         unbatched = x.ndim == n + 1
         if unbatched:
-            x = lax_shape.reshape(x, (1, *x.shape))
-        y = conv_general_dilated(x, self.weight, self.stride, self.padding, rhs_dilation=self.dilation,
+            x = lax.reshape(x, (1, *x.shape))
+        y = lax.conv_general_dilated(x, self.weight, self.stride, self.padding, rhs_dilation=self.dilation,
                                  feature_group_count=self.groups)
         if self.bias is not None:
-            y = y + lax_shape.reshape(self.bias, (self.bias.shape[0],) + (1,) * n)
-        return lax_shape.reshape(y, y.shape[1:]) if unbatched else y
+            y = y + lax.reshape(self.bias, (self.bias.shape[0],) + (1,) * n)
+        return lax.reshape(y, y.shape[1:]) if unbatched else y
 
 
 class Conv1d(_Conv):
@@ -168,10 +164,10 @@ def _pool(x, window, reducer, name: str):
         raise ValueError(f"{name}: window {window} is larger than the input's spatial shape {spatial}")
     crop = tuple(o * w for o, w in zip(out, window))
     if crop != spatial:
-        x = lax_shape.slice(x, (0,) * x.ndim, lead + crop)
+        x = lax.slice(x, (0,) * x.ndim, lead + crop)
     split = lead + tuple(d for o, w in zip(out, window) for d in (o, w))
     axes = tuple(len(lead) + 2 * i + 1 for i in range(n))
-    return reducer(lax_shape.reshape(x, split), axes)
+    return reducer(lax.reshape(x, split), axes)
 
 
 def avg_pool(x, window: Sequence[int]) -> Array:
@@ -185,7 +181,7 @@ def avg_pool(x, window: Sequence[int]) -> Array:
     """
     window = tuple(int(w) for w in window)
     size = float(np.prod(window))
-    return _pool(x, window, lambda v, axes: lax_reduce.reduce_sum(v, axes) / size, "avg_pool")
+    return _pool(x, window, lambda v, axes: lax.reduce_sum(v, axes) / size, "avg_pool")
 
 
 def max_pool(x, window: Sequence[int]) -> Array:
@@ -196,7 +192,7 @@ def max_pool(x, window: Sequence[int]) -> Array:
         >>> max_pool(fnp.ones((1, 3, 8, 8)), (2, 2)).shape
         (1, 3, 4, 4)
     """
-    return _pool(x, tuple(int(w) for w in window), lax_reduce.reduce_max, "max_pool")
+    return _pool(x, tuple(int(w) for w in window), lax.reduce_max, "max_pool")
 
 
 class AvgPool2d(Module):
@@ -227,7 +223,7 @@ class Flatten(Module):
 
     def __call__(self, x) -> Array:
         s = self.start_dim % max(x.ndim, 1)
-        return lax_shape.reshape(x, tuple(x.shape[:s]) + (int(np.prod(x.shape[s:])),))
+        return lax.reshape(x, tuple(x.shape[:s]) + (int(np.prod(x.shape[s:])),))
 
 
 # --------------------------------------------------------------------------------------------- normalisation
@@ -298,7 +294,7 @@ class Embedding(Module):
         ids = fnp.asarray(ids) if not isinstance(ids, Array) else ids
         if ids.dtype.kind not in "iu":
             raise ValueError(f"Embedding: ids must be integers, got {ids.dtype}")
-        return gather(self.weight, lax_shape.reshape(ids, (*ids.shape, 1)), axes=(0,), mode="clip")
+        return lax.gather(self.weight, lax.reshape(ids, (*ids.shape, 1)), axes=(0,), mode="clip")
 
 
 # --------------------------------------------------------------------------------------------------- dropout
@@ -331,7 +327,7 @@ class Dropout(Module):
 # ------------------------------------------------------------------------------------------------- attention
 def causal_mask(t: int) -> Array:
     """Boolean ``(t, t)`` mask, True on and below the diagonal: position i may attend to j <= i."""
-    return lax.ge(lax_shape.iota(np.int32, (t, t), 0), lax_shape.iota(np.int32, (t, t), 1))
+    return lax.ge(lax.iota(np.int32, (t, t), 0), lax.iota(np.int32, (t, t), 1))
 
 
 def dot_product_attention(q, k, v, *, mask=None) -> Array:
@@ -345,11 +341,11 @@ def dot_product_attention(q, k, v, *, mask=None) -> Array:
     nb = q.ndim - 2
     batch = tuple(range(nb))
     q = q * (1.0 / math.sqrt(q.shape[-1]))
-    s = dot_general(q, k, (((nb + 1,), (nb + 1,)), (batch, batch)))
+    s = lax.dot_general(q, k, (((nb + 1,), (nb + 1,)), (batch, batch)))
     if mask is not None:   # an additive 0/-inf bias: its transpose passes cotangents through untouched
         s = s + fnp.where(mask, fnp.zeros((), dtype=s.dtype), fnp.full((), -np.inf, dtype=s.dtype))
     a = F.softmax(s, axis=-1)
-    return dot_general(a, v, (((nb + 1,), (nb,)), (batch, batch)))
+    return lax.dot_general(a, v, (((nb + 1,), (nb,)), (batch, batch)))
 
 
 class MultiHeadAttention(Module):
@@ -385,14 +381,14 @@ class MultiHeadAttention(Module):
         perm = tuple(range(nb)) + (nb + 1, nb, nb + 2)           # (..., T, H, hd) -> (..., H, T, hd)
 
         def heads(i):
-            part = lax_shape.slice(qkv, (0,) * (nb + 1) + (i * d,), lead + (t, (i + 1) * d))
-            return lax_shape.transpose(lax_shape.reshape(part, lead + (t, h, d // h)), perm)
+            part = lax.slice(qkv, (0,) * (nb + 1) + (i * d,), lead + (t, (i + 1) * d))
+            return lax.transpose(lax.reshape(part, lead + (t, h, d // h)), perm)
 
         if causal:
             cm = causal_mask(t)
             mask = cm if mask is None else fnp.logical_and(mask, cm)
         o = dot_product_attention(heads(0), heads(1), heads(2), mask=mask)
-        o = lax_shape.reshape(lax_shape.transpose(o, perm), lead + (t, d))
+        o = lax.reshape(lax.transpose(o, perm), lead + (t, d))
         return self.out(o)
 
 
