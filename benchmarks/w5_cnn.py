@@ -223,12 +223,24 @@ def main() -> str:
     rows, _ = run_rows("benchmarks.w5_cnn", [("numpy", None), ("flfun", None), ("torch", "torch"), ("jax", "jax")],
                        base)
     table = markdown_table(f"W5: CNN training step ({GFLOP} GFLOP, batch 64, 28x28)", rows, base)
-    flfun_jit = next((r for r in rows if r.get("peer") == "flfun" and r.get("variant") == "jit step"), None)
-    floor_same = next((r for r in rows if r.get("variant") == "numpy im2col floor (same process)"), None)
-    if flfun_jit and floor_same:
-        table += (f"\nflfun jit / numpy im2col floor measured in flfun's process: "
-                  f"{flfun_jit['median'] / floor_same['median']:.2f}x (target <= 1.0)\n")
-    return table
+    return table + "\n" + target_lines(rows) + "\n"
+
+
+def target_lines(rows: list[dict]) -> str:
+    """The issue's W5 target (flfun jit <= the numpy im2col floor) and the peers' ratios, from one run's rows."""
+    med = {(r["peer"], r.get("variant")): r["median"] for r in rows if "median" in r}
+    floor = med.get(("numpy", "im2col step (floor)"))
+    lines = ["| W5 ratio to the numpy im2col floor | measured | target |", "|---|---|---|"]
+    for (peer, variant), target in ((("flfun", "jit step"), "<= 1.0"), (("torch", "eager step"), ""),
+                                    (("jax", "jit step"), "")):
+        m = med.get((peer, variant))
+        lines.append(f"| {peer} {variant} | {m / floor:.2f}x | {target} |" if m and floor else
+                     f"| {peer} {variant} | n/a | {target} |")
+    same = med.get(("flfun", "numpy im2col floor (same process)"))
+    if same and med.get(("flfun", "jit step")):
+        lines.append(f"| flfun jit step / floor timed in flfun's process | {med[('flfun', 'jit step')] / same:.2f}x "
+                     f"| <= 1.0 |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

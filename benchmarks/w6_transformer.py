@@ -199,7 +199,21 @@ PEERS = {"flfun": run_flfun, "torch": run_torch, "jax": run_jax}
 def main() -> str:
     base = "jax/jit step"
     rows, _ = run_rows("benchmarks.w6_transformer", [("flfun", None), ("torch", "torch"), ("jax", "jax")], base)
-    return markdown_table(f"W6: char-level Transformer LM training step ({GFLOP} GFLOP, AdamW)", rows, base)
+    table = markdown_table(f"W6: char-level Transformer LM training step ({GFLOP} GFLOP, AdamW)", rows, base)
+    return table + "\n" + target_lines(rows) + "\n"
+
+
+def target_lines(rows: list[dict]) -> str:
+    """The issue's W6 target (flfun jit <= JAX jit) and PyTorch eager's ratio, from one run's rows."""
+    med = {(r["peer"], r.get("variant")): r["median"] for r in rows if "median" in r}
+    jax_t = med.get(("jax", "jit step"))
+    lines = ["| W6 ratio to JAX jit | measured | target |", "|---|---|---|"]
+    for (peer, variant), target in ((("flfun", "jit step"), "<= 1.0"), (("flfun", "eager step"), ""),
+                                    (("torch", "eager step"), "")):
+        m = med.get((peer, variant))
+        lines.append(f"| {peer} {variant} | {m / jax_t:.2f}x | {target} |" if m and jax_t else
+                     f"| {peer} {variant} | n/a | {target} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
