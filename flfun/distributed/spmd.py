@@ -5,9 +5,12 @@ share all coordinates but one (the members of one named axis). ``run_spmd`` runs
 in parallel threads, with the calling thread taking the first; each task sees its device's collective context
 (``current_context``), which is how collective impls find their communicator and member index. When a task
 raises, every communicator of the mesh is aborted, so the others stop waiting and the first real error is raised.
+While several CPU devices run at once, BLAS gets ``cores // devices`` threads (threadpoolctl, when installed), so
+concurrent matrix products do not fight over the cores.
 """
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Hashable, Sequence
@@ -85,6 +88,45 @@ class Mesh:
             c.reset()
 
 
+_blas_libs: list | None = None
+
+
+def _blas() -> list:
+    global _blas_libs
+    if _blas_libs is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _blas_libs = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
+        except Exception:      # threadpoolctl missing or unable to inspect: leave BLAS alone
+            _blas_libs = []
+    return _blas_libs
+
+
+class _blas_threads:
+    """Limit BLAS to ``n`` threads inside the block (restored after)."""
+
+    def __init__(self, n: int):
+        self.n, self.saved = n, []
+
+    def __enter__(self):
+        libs = _blas()
+        self.saved = [(lib, lib.num_threads) for lib in libs]
+        for lib, k in self.saved:
+            if k > self.n:
+                lib.set_num_threads(self.n)
+
+    def __exit__(self, *exc):
+        for lib, k in self.saved:
+            lib.set_num_threads(k)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
 def _executor() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
@@ -112,17 +154,18 @@ def run_spmd(mesh: Mesh, tasks: list[tuple[int, Callable[[], object]]]) -> list:
 
     if len(tasks) == 1:
         return [call(0)]
-    futures = [_executor().submit(call, i) for i in range(1, len(tasks))]
     results, errors = [None] * len(tasks), []
-    try:
-        results[0] = call(0)
-    except BaseException as e:
-        errors.append(e)
-    for i, f in enumerate(futures, 1):
+    with _blas_threads(max(1, _cores() // len(tasks))):
+        futures = [_executor().submit(call, i) for i in range(1, len(tasks))]
         try:
-            results[i] = f.result()
+            results[0] = call(0)
         except BaseException as e:
             errors.append(e)
+        for i, f in enumerate(futures, 1):
+            try:
+                results[i] = f.result()
+            except BaseException as e:
+                errors.append(e)
     if errors:
         mesh.reset()
         primary = next((e for e in errors if not isinstance(e, CollectiveError)), errors[0])
