@@ -8,6 +8,7 @@ loss curve matches single-device training with the same global batch.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Callable
 
 import numpy as np
@@ -103,4 +104,24 @@ class DataParallel:
         return self._step(model, opt_state, self.shard_batch(x), self.shard_batch(y))
 
 
-__all__ = ["DataParallel", "setup", "launched_by_mpiexec", "zero_optimizer"]
+def attach(args, loss_fn: Callable, opt, model, opt_state, schedule: tuple):
+    """Switch ``python -m models.train`` to data parallelism (``--devices``, ``--zero``, or under mpiexec).
+
+    ``schedule`` is ``(steps, lr, weight_decay, warmup)`` for the ZeRO optimizer. Returns the step function,
+    the optimizer state to start from, and whether this process is the one that reports and writes files.
+    """
+    if args.zero and (args.checkpoint_dir or args.resume):
+        raise SystemExit("error: --zero shards the optimizer state across devices; it cannot be combined with "
+                         "--checkpoint-dir or --resume yet")
+    if args.zero:
+        opt = zero_optimizer(*schedule)
+    dp = DataParallel(loss_fn, opt, devices=args.devices, zero=args.zero)
+    if args.zero:
+        opt_state = dp.init(model)
+    if dp.rank == 0:
+        print(f"data parallel: {dp.size} devices ({dp.procs} processes x {dp.local}), global batch split "
+              f"evenly{', optimizer state sharded (ZeRO-1)' if args.zero else ''}", file=sys.stderr)
+    return dp.step, opt_state, dp.rank == 0
+
+
+__all__ = ["DataParallel", "setup", "launched_by_mpiexec", "zero_optimizer", "attach"]

@@ -68,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder for metrics.json and loss.png (default runs/<model>)")
     p.add_argument("--time-limit", type=_positive(float), help="stop training after this many seconds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in logs)")
+    p.add_argument("--devices", type=_positive(int), help="data parallel over N CPU devices (per process) with "
+                   "pmap; under mpiexec every process joins (see models/data_parallel.py)")
+    p.add_argument("--zero", action="store_true", help="data parallel with the optimizer state sharded (ZeRO-1)")
     p.add_argument("--prompt", default="def ", help="sample: text to continue (default 'def ')")
     p.add_argument("--chars", type=_positive(int), default=300, help="sample: characters to generate")
     p.add_argument("--temperature", type=_positive(float), default=0.8, help="sample: softmax temperature")
@@ -258,9 +261,14 @@ def train(args: argparse.Namespace) -> dict:
         if start >= steps:
             print(f"checkpoint is already at step {start} >= --steps {steps}; evaluating only")
     step_fn = make_step(task.loss_fn, opt, use_jit)
+    from models import data_parallel
+    main_rank = True
+    if args.devices or args.zero or data_parallel.launched_by_mpiexec():
+        step_fn, opt_state, main_rank = data_parallel.attach(args, task.loss_fn, opt, model, opt_state,
+                                                             (steps, lr, wd, d["warmup"]))
 
     bar = None
-    if not args.no_progress:
+    if not args.no_progress and main_rank:
         from tqdm import tqdm
         bar = tqdm(total=steps, initial=start, desc=f"{args.model}", unit="step", dynamic_ncols=True,
                    file=sys.stdout)
@@ -293,7 +301,7 @@ def train(args: argparse.Namespace) -> dict:
             if rate:
                 post["steps/s"] = f"{rate:.1f}"
             bar.set_postfix(post, refresh=False)
-        if args.checkpoint_dir and args.checkpoint_every and (step + 1) % args.checkpoint_every == 0:
+        if args.checkpoint_dir and args.checkpoint_every and (step + 1) % args.checkpoint_every == 0 and main_rank:
             _save(args, model, opt_state, step + 1, losses, task)
         if args.time_limit and now - t_train > args.time_limit:
             stopped_early = True
@@ -307,7 +315,7 @@ def train(args: argparse.Namespace) -> dict:
     if bar is not None:
         bar.close()
     train_time = time.perf_counter() - t_train
-    if args.checkpoint_dir:
+    if args.checkpoint_dir and main_rank:
         _save(args, model, opt_state, steps_done, losses, task)
 
     t_eval = time.perf_counter()
@@ -325,9 +333,10 @@ def train(args: argparse.Namespace) -> dict:
         "wall_time_s": round(time.perf_counter() - t_start, 3),
         "steps_per_s": round(ran / train_time, 3) if ran and train_time > 0 else None,
     }
-    with open(os.path.join(out, "metrics.json"), "w") as f:
-        json.dump(result, f, indent=2)
-    if losses:
+    if main_rank:
+        with open(os.path.join(out, "metrics.json"), "w") as f:
+            json.dump(result, f, indent=2)
+    if losses and main_rank:
         plot_losses(losses, os.path.join(out, "loss.png"), f"{args.model}: training loss")
     return result
 
