@@ -254,3 +254,68 @@ def test_a_slow_device_times_out(monkeypatch):
     with impl_override("sin", "numpy", _slow_sin):
         with pytest.raises(CollectiveTimeoutError, match="psum over axis 'i'"):
             f(x)
+
+
+def _regression(seed=0):
+    rng = np.random.default_rng(seed)
+    params = {"w": fnp.asarray(rng.standard_normal((7, 3)).astype(np.float32)), "b": fnp.zeros(3)}
+    x = rng.standard_normal((4, 8, 7)).astype(np.float32)
+    y = rng.standard_normal((4, 8, 3)).astype(np.float32)
+    return params, x, y
+
+
+def test_zero_matches_unsharded_training_and_shards_the_state():
+    from flfun import optim
+    from flfun.optim_sharded import sharded, state_bytes_per_device
+    params, x, y = _regression()
+    loss = lambda p, a, b: fnp.mean((a @ p["w"] + p["b"] - b) ** 2)       # noqa: E731
+    base = optim.adamw(1e-2, weight_decay=0.1)
+    zopt = sharded(base, "i", max_norm=0.5)
+    clipped = optim.chain(optim.clip_by_global_norm(0.5), base)
+
+    def dp_step(p, s, a, b):
+        u, s = clipped.update(pmean(fl.grad(loss)(p, a, b), "i"), s, p)
+        return optim.apply_updates(p, u), s
+
+    def zero_step(p, s, a, b):
+        u, s = zopt.update(fl.grad(loss)(p, a, b), s, p)
+        return optim.apply_updates(p, u), s
+    p1, s1 = params, clipped.init(params)
+    p2, s2 = params, pmap(zopt.init, "i", in_axes=None, axis_size=4)(params)
+    p3, s3 = params, fl.vmap(zopt.init, axis_name="i", in_axes=None, axis_size=4)(params)
+    dp = pmap(dp_step, "i", in_axes=(None, None, 0, 0), out_axes=(None, None))
+    zp = pmap(zero_step, "i", in_axes=(None, 0, 0, 0), out_axes=(None, 0))
+    zv = fl.vmap(zero_step, axis_name="i", in_axes=(None, 0, 0, 0), out_axes=(None, 0))
+    for _ in range(5):
+        p1, s1 = dp(p1, s1, x, y)
+        p2, s2 = zp(p2, s2, x, y)
+        p3, s3 = zv(p3, s3, fnp.asarray(x), fnp.asarray(y))
+    for k in params:
+        np.testing.assert_allclose(np.asarray(p2[k]), np.asarray(p1[k]), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(p3[k]), np.asarray(p2[k]), rtol=1e-6, atol=1e-7)
+    n_params = 7 * 3 + 3                                       # 24 floats: 8 bytes each in Adam, + the count
+    assert state_bytes_per_device(base.init(params)) == 8 * n_params + 4
+    assert state_bytes_per_device(s2) == 8 * n_params // 4 + 4
+    p5, s5 = params, pmap(zopt.init, "i", in_axes=None, axis_size=5, devices=devices()[:5])(params)
+    assert state_bytes_per_device(s5) == 8 * 5 + 4             # 24 padded to 25: 5 per device
+
+
+def test_data_parallel_training_matches_single_device():
+    import flfun.random as fr
+    from models import train as T
+    from models.data_parallel import DataParallel
+    task = T.make_task("mlp", 0)
+    model = task.init(fr.key(0))
+    opt = T.make_optimizer(4, 2e-3, 1e-4, 2)
+    step = T.make_step(task.loss_fn, opt, True)
+    dp = DataParallel(task.loss_fn, opt, devices=4)
+    m1, s1, m2, s2 = model, opt.init(model), model, dp.init(model)
+    for k in range(4):
+        xb, yb = task.batch(k, 64)
+        m1, s1, l1 = step(m1, s1, fnp.asarray(xb), fnp.asarray(yb))
+        m2, s2, l2 = dp.step(m2, s2, xb, yb)
+        assert float(l2) == pytest.approx(float(l1), rel=2e-5)
+    for a, b in zip(fl.tree_leaves(m1), fl.tree_leaves(m2)):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="global batch of 30 does not split evenly over 4 devices"):
+        dp.shard_batch(np.ones((30, 2)))
