@@ -23,7 +23,12 @@ from flfun.distributed.spmd import Mesh, run_spmd
 from flfun.ir import ClosedProgram
 from flfun.primitives.common import Zero, is_zero, moveaxis, not_mapped, tangent_aval
 from flfun.sharded import ShardedArray
-from flfun.transforms.jit import _batch_program, _cached, _jvp_split, close_program, compile_program, trace_closed
+try:
+    from flfun.transforms.call import (DEFAULT_STRATEGY, _batch_program, _cached, _jvp_split, close_program,
+                                       compile_program, trace_closed)
+except ImportError:      # before the jit call primitive moved to its own module
+    from flfun.transforms.jit import (DEFAULT_STRATEGY, _batch_program, _cached, _jvp_split, close_program,
+                                      compile_program, trace_closed)
 from flfun.transforms.staging import trace_to_program
 from flfun.tree import broadcast_prefix, tree_flatten, tree_unflatten
 
@@ -79,6 +84,28 @@ class _frames:
 
 
 # ---------------------------------------------------------------------------------------------- execution
+def _executables(closed: ClosedProgram, mesh: Mesh) -> dict:
+    """One executable per local device, sharing one optimised program and one memory plan per backend
+    (each device gets its own arena), cached on the program."""
+    from flfun.config import config
+    from flfun.executor import Executable, writes_out
+    from flfun.memory.planner import plan_program
+    from flfun.passes import optimize
+    key = ("pmap-exe", id(mesh), core.registry_version, config.jit_planned)
+    hit = closed.cache.get(key)
+    if hit is not None and hit[0] is mesh:
+        return hit[1]
+    program, consts = optimize(closed.program, closed.consts)
+    plans: dict = {}
+    exes = {}
+    for g, d in mesh.local:
+        if config.jit_planned and d.backend not in plans:
+            plans[d.backend] = plan_program(program, writes_out(d.backend), (), DEFAULT_STRATEGY)
+        exes[g] = Executable(program, consts, d, plans.get(d.backend))
+    closed.cache[key] = (mesh, exes)
+    return exes
+
+
 def _outer_positions(mesh: Mesh) -> dict[int, int]:
     """Local device index -> position of its first mesh coordinate among this process's (its shard)."""
     firsts = sorted({int(np.unravel_index(g, mesh.shape)[0]) for g, _ in mesh.local})
@@ -91,7 +118,7 @@ def _execute(closed: ClosedProgram, mesh: Mesh, inputs: list, out_axes: tuple) -
     (mapped) or one raw buffer (replicated). Returns, per output, the per-shard buffers (mapped) or device 0's
     buffer, and the devices holding the mapped shards."""
     outer = _outer_positions(mesh)
-    exes = {g: compile_program(closed, d) for g, d in mesh.local}
+    exes = _executables(closed, mesh)
 
     def task(g, dev):
         k = outer[g]
