@@ -11,6 +11,8 @@ import flfun.numpy as fnp
 from flfun import lax
 from flfun.backends.xp.indexing import impls
 from flfun.testing import arrays, check_grads, check_vmap, shapes
+import op_table  # noqa: F401,I001  (first: it loads the records modules, records_indexing among them)
+from records_indexing import scatter_ref
 
 
 # -------------------------------------------------------------------------------------------------- strategies
@@ -175,6 +177,16 @@ def test_scatter_and_gather_never_mutate_inputs():
     lax.scatter(x, np.array([[1]]), np.full((1, 2), 9.0), axes=(0,))
     np.testing.assert_array_equal(np.asarray(x), a)
     np.testing.assert_array_equal(a, np.arange(6.0).reshape(3, 2))
+
+
+def test_scatter_impl_handles_non_contiguous_operands():
+    f, base = impls(np), np.arange(12.0).reshape(3, 4)
+    for operand in (base.T, base[:, ::2], np.broadcast_to(base[:1], (3, 4))):
+        for op, ind in (("add", [[0], [0]]), ("mul", [[1], [1]]), ("max", [[0], [2]]), ("set", [[0], [2]])):
+            ind = np.array(ind)
+            upd = np.full((2,) + operand.shape[1:], 7.0)
+            out = f["scatter"](operand, ind, upd, axes=(0,), batch_dims=0, mode="clip", op=op)
+            np.testing.assert_array_equal(out, scatter_ref(operand, ind, upd, axes=(0,), op=op), err_msg=op)
 
 
 # ------------------------------------------------------------------------------------------------- derivatives

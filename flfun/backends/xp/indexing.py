@@ -61,25 +61,31 @@ def impls(xp) -> dict:
     reducers = {"add": xp.sum, "mul": xp.prod, "min": xp.min, "max": xp.max}
 
     def scatter(operand, indices, updates, *, axes, batch_dims, mode, op):
-        out = xp.array(operand, copy=True)
+        out = xp.array(operand, copy=True, order="C")   # a fresh C-ordered buffer: the input stays untouched
         updates = xp.asarray(updates)
         perm, idx, valid, ishape, rest = plan(out, xp.asarray(indices), axes, batch_dims, mode)
-        if valid is not None:          # drop out-of-bound updates
-            idx = tuple(a[valid] for a in idx)
-            updates = updates[valid]
         if not idx:                    # no indexed dims: every update lands on the whole operand
             flat = updates.reshape((-1,) + out.shape)
-            if flat.shape[0] == 0:
+            if valid is not None or flat.shape[0] == 0:
                 return out
             if op == "set":
                 return xp.array(flat[-1], copy=True)
-            combined = reducers[op](flat, axis=0)
-            return xp.asarray(ufuncs[op](out, combined), dtype=out.dtype)
-        view = xp.transpose(out, perm)
+            return xp.asarray(ufuncs[op](out, reducers[op](flat, axis=0)), dtype=out.dtype)
         if op == "set":
-            view[idx] = updates
-        else:
-            ufuncs[op].at(view, idx, updates)
+            if valid is not None:      # drop out-of-bound updates
+                idx, updates = tuple(a[valid] for a in idx), updates[valid]
+            xp.transpose(out, perm)[idx] = updates
+            return out
+        # accumulate through the flat buffer: 1-d ufunc.at is several times faster than n-d
+        strides = [1] * out.ndim
+        for d in range(out.ndim - 2, -1, -1):
+            strides[d] = strides[d + 1] * out.shape[d + 1]
+        lin = sum(xp.asarray(a, dtype=xp.int64) * strides[p] for a, p in zip(idx, perm))
+        for n, p in zip(rest, perm[len(idx):]):    # carried dims: one more trailing dim each
+            lin = lin[..., None] + xp.arange(n, dtype=xp.int64) * strides[p]
+        if valid is not None:
+            lin, updates = lin[valid], updates[valid]
+        ufuncs[op].at(out.reshape(-1), lin.reshape(-1), updates.reshape(-1))
         return out
 
     return {"gather": gather, "scatter": scatter}
