@@ -81,7 +81,7 @@ def set_cpu_device_count(n: int) -> list[Device]:
 
     Example::
 
-        >>> len(flfun.devices.set_cpu_device_count(4))
+        >>> len(flfun.set_cpu_device_count(4))
         4
     """
     from flfun.config import config

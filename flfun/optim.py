@@ -297,3 +297,5 @@ def step_schedule(init_value: float, step_size: int, gamma: float = 0.1) -> Sche
 __all__ = ["GradientTransformation", "EmptyState", "SgdState", "AdamState", "ChainState", "apply_updates",
            "global_norm", "sgd", "adam", "adamw", "clip_by_global_norm", "chain", "constant_schedule",
            "warmup_cosine_schedule", "step_schedule"]
+
+from flfun.optim_sharded import ShardedState, sharded, state_bytes_per_device  # noqa: E402,F401  (ZeRO-1)

@@ -417,7 +417,7 @@ class PmapFunction:
             if need > len(avail):
                 raise ValueError(f"pmap: the mapped axis has size {n_global}{_mesh_note(inner)}, which needs "
                                  f"{need} devices, but only {len(avail)} are available (set FLFUN_CPU_DEVICES "
-                                 f"or call flfun.devices.set_cpu_device_count)")
+                                 f"or call flfun.set_cpu_device_count)")
             devs = avail[:need]
         key = (tuple(id(d) for d in devs), names, shape)
         mesh = self._meshes.get(key)
@@ -584,7 +584,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, 
 
     Example::
 
-        >>> flfun.devices.set_cpu_device_count(4)
+        >>> flfun.set_cpu_device_count(4)
         >>> f = flfun.pmap(lambda x: x / flfun.lax.psum(x, 'i'), axis_name='i')
         >>> f(fnp.arange(1.0, 5.0)).tolist()
         [0.1, 0.2, 0.3, 0.4]
