@@ -13,12 +13,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from flfun.array import Array
-from flfun.core import _state, short
+from flfun.core import _state, short, wrap
 from flfun.numpy._promote import asarray_like, promote
 from flfun.primitives import elementwise as lax
 from flfun.primitives import reduce as lax_reduce
 from flfun.primitives import shape as lax_shape
-from flfun.primitives.linalg import dot_general
+from flfun.primitives.linalg import dot_general, dot_general_p
 from flfun.util import canonical_axis
 
 __all__ = ["diagonal", "dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot", "vecdot"]
@@ -42,6 +42,12 @@ def _drop_axes(x, axes: Sequence[int]):
 
 
 # ------------------------------------------------------------------------------------------------------ matmul
+_MATMUL_DN = (((1,), (0,)), ((), ()))
+_MATMUL_DTYPES = frozenset(np.dtype(t) for t in ("float16", "float32", "float64", "int8", "int16", "int32", "int64",
+                                                 "uint8", "uint16", "uint32", "uint64", "bool"))
+_dot_impls = dot_general_p.impls
+
+
 def matmul(x1, x2, /) -> Array:
     """Matrix product with array-API semantics: 1-d operands are promoted to a row / column and that axis is
     removed again; the leading (batch) dimensions broadcast. Integer products are exact.
@@ -51,9 +57,13 @@ def matmul(x1, x2, /) -> Array:
         >>> fnp.matmul(fnp.ones((5, 2, 3)), fnp.ones((3, 4))).shape
         (5, 2, 4)
     """
-    if _state.eager and type(x1) is Array and type(x2) is Array and x1.dtype == x2.dtype \
-            and x1.ndim == 2 and x2.ndim == 2 and x1.shape[1] == x2.shape[0]:
-        return dot_general(x1, x2, (((1,), (0,)), ((), ())))
+    if _state.eager and type(x1) is Array and type(x2) is Array:   # eager 2-d fast path (checks done here)
+        v1, v2 = x1._value, x2._value
+        if v1.ndim == 2 and v2.ndim == 2 and v1.shape[1] == v2.shape[0] and v1.dtype == v2.dtype \
+                and x1._device is x2._device and v1.dtype in _MATMUL_DTYPES:
+            impl = _dot_impls.get(x1._device.backend)
+            if impl is not None:
+                return wrap(impl(v1, v2, dimension_numbers=_MATMUL_DN), x1._device)
     a, b = _operands("matmul", x1, x2)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: operands must have at least one dimension, got {short(a)} and {short(b)} "
