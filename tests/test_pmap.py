@@ -296,7 +296,7 @@ def test_zero_matches_unsharded_training_and_shards_the_state():
     n_params = 7 * 3 + 3                                       # 24 floats: 8 bytes each in Adam, + the count
     assert state_bytes_per_device(base.init(params)) == 8 * n_params + 4
     assert state_bytes_per_device(s2) == 8 * n_params // 4 + 4
-    p5, s5 = params, pmap(zopt.init, "i", in_axes=None, axis_size=5, devices=devices()[:5])(params)
+    s5 = pmap(zopt.init, "i", in_axes=None, axis_size=5, devices=devices()[:5])(params)
     assert state_bytes_per_device(s5) == 8 * 5 + 4             # 24 padded to 25: 5 per device
 
 

@@ -59,7 +59,7 @@ class Mesh:
         devs = [self.devices[m] for m in members]
         from flfun.devices import process_index
         if all(d.process_index == process_index() for d in devs):
-            if devs[0].platform == "gpu" and len(devs) > 1:
+            if devs[0].platform == "gpu":           # NCCL; one GPU makes a one-rank clique
                 from flfun.distributed.nccl import NcclCommunicator
                 return NcclCommunicator.for_devices([d.id for d in devs])
             return ThreadCommunicator(len(devs))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, axis_main, bind, is_weak, short
-from flfun.primitives.common import (Zero, instantiate, is_zero, linear_jvp, moveaxis, moveaxis_to_front,
-                                     not_mapped, tangent_aval_of)
+from flfun.primitives.common import (Zero, is_zero, linear_jvp, moveaxis, moveaxis_to_front, not_mapped,
+                                     tangent_aval_of)
 from flfun.util import canonical_axis
 
 
