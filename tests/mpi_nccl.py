@@ -12,13 +12,14 @@ import numpy as np
 
 def main() -> None:
     import cupy
+    from cupy.cuda import nccl
 
     from flfun.backends.base import Device
     from flfun.backends.xp.collective import impls
     from flfun.distributed.nccl import NcclCommunicator
     from flfun.distributed.spmd import Mesh, run_spmd
     n = cupy.cuda.runtime.getDeviceCount()
-    print(f"{n} GPU(s); NCCL {cupy.cuda.nccl.get_version()}", flush=True)
+    print(f"{n} GPU(s); NCCL {nccl.get_version()}", flush=True)
     comm = NcclCommunicator.for_devices(list(range(n)))
     xs = [np.arange(n * 6, dtype=np.float32).reshape(n, 6) + 100 * r for r in range(n)]
 
