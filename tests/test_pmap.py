@@ -149,6 +149,17 @@ def test_compiles_once_per_shard_shape_with_a_memory_plan():
     assert "psum" in low.ir and low.compile().plan is not None
 
 
+def test_static_and_pytree_arguments():
+    f = pmap(lambda t, k, w: {"y": t["a"] * k + w}, axis_name="i", in_axes=({"a": 0}, None, None),
+             static_broadcasted_argnums=1)
+    out = f({"a": np.ones((2, 3))}, 3, fnp.arange(3.0, dtype="float64"))
+    np.testing.assert_array_equal(np.asarray(out["y"]), np.ones((2, 3)) * 3 + np.arange(3.0))
+    f({"a": np.ones((2, 3))}, 4, fnp.arange(3.0, dtype="float64"))
+    assert f.trace_count == 2                                   # a new static value retraces
+    with pytest.raises(ValueError, match="static argument 1 must be hashable"):
+        f({"a": np.ones((2, 3))}, [1], np.zeros(3))
+
+
 def test_sharded_arrays_behave_like_arrays():
     x = np.arange(12.0, dtype=np.float32).reshape(4, 3)
     y = pmap(lambda v: v * 2, axis_name="i")(x)
