@@ -13,7 +13,13 @@ import time
 
 import numpy as np
 
-from benchmarks.harness import assert_check, markdown_table, peer_main, time_fn, timing_dict
+from benchmarks.harness import (
+    assert_check,
+    markdown_table,
+    peer_main,
+    time_fn,
+    timing_dict,
+)
 from benchmarks.jit_common import run_rows
 
 T = 0.5

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.harness import assert_check, markdown_table, peer_main, time_fn, timing_dict
+from benchmarks.harness import (
+    assert_check,
+    markdown_table,
+    peer_main,
+    time_fn,
+    timing_dict,
+)
 from benchmarks.jit_common import run_rows
 
 T = 0.3
@@ -47,9 +53,9 @@ def run_numpy():
 
 
 def flfun_loss(params, x, y):
-    from flfun.nn.functional import logsumexp
-    from benchmarks.w3_mlp import matmul
     import flfun.numpy as fnp
+    from benchmarks.w3_mlp import matmul
+    from flfun.nn.functional import logsumexp
     w1, b1, w2, b2 = params
     z = matmul(fnp.tanh(matmul(x, w1) + b1), w2) + b2
     return logsumexp(z) - z[y]

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.harness import peer_main, run_peer
-from benchmarks.harness import available
+from benchmarks.harness import available, peer_main, run_peer
 
 STRATEGIES = ("naive", "greedy_by_size", "best_fit", "auto")
 
@@ -137,6 +136,7 @@ def _jaxpr_figures(closed) -> dict:
 def jax_steps():
     import jax
     import jax.numpy as jnp
+
     from benchmarks import w3_mlp
     out = {}
     pn, xn, yn = w3_mlp.data()

@@ -11,11 +11,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from flfun.core import eval_primitive
+from flfun.core import ShapedArray, eval_primitive
 from flfun.ir import ClosedProgram, Eqn, Literal, Program, Var
-from flfun.core import ShapedArray
 
-FOLD_MAX_BYTES = 1024      # fold equations with constant inputs whose outputs are at most this big
+FOLD_MAX_BYTES = 16384     # fold equations with constant inputs whose outputs are at most this big
 
 
 def _atom(v, env: dict):

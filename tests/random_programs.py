@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from flfun import lax
 from flfun.core import ShapedArray
-from flfun.primitives import reduce as R, shape as S
+from flfun.primitives import reduce as R
+from flfun.primitives import shape as S
 from flfun.transforms.jit import close_program
 from flfun.transforms.staging import trace_to_program
 

@@ -8,7 +8,9 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from op_table import RECORDS
 
 import flfun as fl
 import flfun.numpy as fnp
@@ -16,7 +18,6 @@ from flfun import lax
 from flfun.config import config
 from flfun.core import ConcretizationError
 from flfun.testing import arrays
-from op_table import RECORDS
 
 JIT_RECORDS = [(r, r.dtypes[0]) for r in RECORDS]
 
@@ -35,7 +36,7 @@ def _check_close(out, expected, tol=1e-6):
 def test_jit_matches_eager_on_op_table(rec, dtype, data):
     args, params = data.draw(rec.args(dtype))
     args = [fnp.asarray(a) for a in args]
-    fn = lambda *a: rec.fn(*a, **params)  # noqa: E731
+    fn = lambda *a: rec.fn(*a, **params)
     expected = fn(*args)
     compiled = fl.jit(fn).lower(*args).compile()
     if compiled.executable.arena is not None:
@@ -194,7 +195,7 @@ def test_env_var_turns_planning_off():
 
 
 def test_lower_and_make_ir_text():
-    f = lambda x, y: fnp.sum(x * y + 1.0)  # noqa: E731
+    f = lambda x, y: fnp.sum(x * y + 1.0)
     x = fnp.ones(4)
     text = str(fl.make_ir(f)(x, x))
     assert text == ("{ lambda ; a:f32[4] b:f32[4]. let\n    c:f32[4] = mul a b\n    d:f32[4] = add c 1.0:f32\n"

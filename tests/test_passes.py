@@ -4,13 +4,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given
+from random_programs import programs
 
 import flfun as fl
 import flfun.numpy as fnp
 from flfun import lax
 from flfun.ir import ClosedProgram, Literal, Var, eval_program, typecheck
-from flfun.passes import PASSES, cse, dce, fold_constants, inline_calls, optimize, partial_eval, simplify
-from random_programs import programs
+from flfun.passes import (
+    FOLD_MAX_BYTES,
+    PASSES,
+    cse,
+    dce,
+    fold_constants,
+    inline_calls,
+    optimize,
+    partial_eval,
+)
 
 
 def _run(program, consts, inputs):
@@ -64,7 +73,7 @@ def test_fold_leaves_no_small_constant_equation(prog):
     consts = {v.id for v in new.constvars}
     for e in new.eqns:
         if all(type(v) is Literal or v.id in consts for v in e.inputs):
-            assert sum(v.aval.nbytes for v in e.outputs) > 1024
+            assert sum(v.aval.nbytes for v in e.outputs) > FOLD_MAX_BYTES
 
 
 @given(prog=programs())
@@ -122,7 +131,7 @@ def test_broadcast_operands_are_left_to_numpy():
 
 
 def test_grad_program_is_simplified():
-    f = lambda x, y: fnp.sum(fnp.sin(x) * y + 1.0)  # noqa: E731
+    f = lambda x, y: fnp.sum(fnp.sin(x) * y + 1.0)
     x = fnp.ones(5)
     closed = _prog(fl.grad(f), x, x)
     new, _ = optimize(closed.program, closed.consts)

@@ -5,18 +5,25 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from random_programs import programs
 
 import flfun as fl
 import flfun.numpy as fnp
 from flfun.config import config
 from flfun.ir import ClosedProgram, eval_program
-from flfun.memory.planner import STRATEGIES, BufferSpec, MemoryPlan, plan_program, register_strategy
+from flfun.memory.planner import (
+    STRATEGIES,
+    BufferSpec,
+    MemoryPlan,
+    plan_program,
+    register_strategy,
+)
 from flfun.nn import functional as F
 from flfun.nn.losses import softmax_cross_entropy
 from flfun.primitives.linalg import dot_general
 from flfun.transforms.jit import compile_program
-from random_programs import programs
 
 STRATEGY_NAMES = ["naive", "greedy_by_size", "best_fit", "auto"]
 
@@ -181,7 +188,7 @@ def test_donated_input_is_updated_in_place():
     assert out._value.ctypes.data == ptr                  # written into the donated buffer
     np.testing.assert_array_equal(np.asarray(out), np.zeros((64, 64)))
     with pytest.raises(RuntimeError, match="donated"):
-        w.shape
+        _ = w.shape
     np.testing.assert_array_equal(np.asarray(g), np.full((64, 64), 2.0))
 
 

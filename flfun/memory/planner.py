@@ -8,10 +8,10 @@ alive. A strategy (``naive``, ``greedy_by_size``, ``best_fit``, ``auto`` or one 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
-from flfun.ir import Eqn, Literal, Program, Var
+from flfun.ir import Eqn, Program, Var
 
 ALIGNMENT = 64
 
@@ -24,7 +24,7 @@ class BufferSpec:
     start: int
     end: int
 
-    def overlaps_in_time(self, other: "BufferSpec") -> bool:
+    def overlaps_in_time(self, other: BufferSpec) -> bool:
         return self.start <= other.end and other.start <= self.end
 
 
@@ -389,5 +389,15 @@ def _peak_vars(program: Program, last: dict) -> int:
     return peak
 
 
-__all__ = ["plan_program", "MemoryPlan", "BufferSpec", "PlannedBuffer", "Root", "register_strategy",
-           "STRATEGIES", "place_in_order", "last_uses", "ALIGNMENT"]
+__all__ = [
+    "ALIGNMENT",
+    "STRATEGIES",
+    "BufferSpec",
+    "MemoryPlan",
+    "PlannedBuffer",
+    "Root",
+    "last_uses",
+    "place_in_order",
+    "plan_program",
+    "register_strategy",
+]
