@@ -20,6 +20,7 @@ from flfun.tree import (register_dataclass, register_pytree_node, tree_flatten, 
 from flfun import lax  # noqa: E402
 from flfun import numpy  # noqa: E402
 from flfun.numpy import from_dlpack  # noqa: E402
+from flfun.profiler import profile  # noqa: E402
 from flfun import distributed  # noqa: E402
 from flfun.devices import (device_count, device_put, device_put_replicated, device_put_sharded,  # noqa: E402
                            devices, local_device_count, local_devices, process_count, process_index,
@@ -33,7 +34,7 @@ __all__ = [
     "config", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap",
     "stop_gradient", "get_aval", "register_pytree_node", "register_dataclass", "tree_map", "tree_flatten",
     "tree_unflatten", "tree_leaves", "tree_structure", "ConcretizationError", "UnexpectedTracerError",
-    "numpy", "lax", "from_dlpack", "jit", "make_ir", "pmap", "distributed", "devices", "local_devices",
+    "numpy", "lax", "from_dlpack", "profile", "jit", "make_ir", "pmap", "distributed", "devices", "local_devices",
     "device_count", "local_device_count", "process_index", "process_count", "set_cpu_device_count", "device_put",
     "device_put_sharded", "device_put_replicated", "ShardedArray",
 ]

@@ -98,37 +98,37 @@ def _node(x):
     return None, None
 
 
+def _flatten(x, leaves: list, is_leaf) -> PyTreeDef:
+    if is_leaf is not None and is_leaf(x):
+        leaves.append(x)
+        return LEAF
+    t, fns = _node(x)
+    if t is None:
+        leaves.append(x)
+        return LEAF
+    children, aux = fns[0](x)
+    return PyTreeDef(t, aux, tuple(_flatten(c, leaves, is_leaf) for c in children))
+
+
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, PyTreeDef]:
     """Leaves in order and the structure: ``tree_flatten({'a': 1, 'b': (2, 3)}) -> ([1, 2, 3], treedef)``."""
-    leaves: list = []
+    leaves: list = []   # module-level recursion (no closure): a closure cycle would keep leaves alive until gc
+    return leaves, _flatten(tree, leaves, is_leaf)
 
-    def rec(x):
-        if is_leaf is not None and is_leaf(x):
-            leaves.append(x)
-            return LEAF
-        t, fns = _node(x)
-        if t is None:
-            leaves.append(x)
-            return LEAF
-        children, aux = fns[0](x)
-        return PyTreeDef(t, aux, tuple(rec(c) for c in children))
 
-    return leaves, rec(tree)
+def _unflatten(td: PyTreeDef, it):
+    if td.node_type is None:
+        return next(it)
+    children = [_unflatten(c, it) for c in td.children]
+    if td.node_type in _REGISTRY:
+        return _REGISTRY[td.node_type][1](td.aux, children)
+    return td.node_type(*children)        # namedtuple
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves) -> Any:
     """Inverse of ``tree_flatten``."""
     it = iter(leaves)
-
-    def rec(td):
-        if td.node_type is None:
-            return next(it)
-        children = [rec(c) for c in td.children]
-        if td.node_type in _REGISTRY:
-            return _REGISTRY[td.node_type][1](td.aux, children)
-        return td.node_type(*children)        # namedtuple
-
-    out = rec(treedef)
+    out = _unflatten(treedef, it)
     if next(it, it) is not it:
         raise ValueError(f"tree_unflatten: too many leaves for structure {treedef}")
     return out
