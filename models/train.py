@@ -66,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-every", type=_positive(int), help="steps between checkpoints")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --checkpoint-dir")
     p.add_argument("--out", help="output folder for metrics.json and loss.png (default runs/<model>)")
-    p.add_argument("--time-limit", type=_positive(float), help="stop training after this many seconds")
+    p.add_argument("--time-limit", type=_positive(float),
+                   help="training time budget in seconds: after 20 steps the schedule is shortened to the steps "
+                        "that fit, and training stops at the limit (default: 270 for transformer, none otherwise)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in logs)")
     p.add_argument("--devices", type=_positive(int), help="data parallel over N CPU devices (per process) with "
                    "pmap; under mpiexec every process joins (see models/data_parallel.py)")
@@ -186,10 +188,11 @@ def make_optimizer(steps: int, lr: float, weight_decay: float, warmup: int):
     return optim.chain(optim.clip_by_global_norm(1.0), optim.adamw(sched, weight_decay=weight_decay))
 
 
-def _save(args, model, opt_state, step: int, losses: list, task: Task) -> None:
+def _save(args, model, opt_state, step: int, losses: list, task: Task, total_steps: int) -> None:
     from flfun import checkpoint
     os.makedirs(args.checkpoint_dir, exist_ok=True)
-    meta = {"model": args.model, "step": str(step), "seed": str(args.seed), "config": json.dumps(task.config)}
+    meta = {"model": args.model, "step": str(step), "seed": str(args.seed), "config": json.dumps(task.config),
+            "total_steps": str(total_steps)}
     checkpoint.save(os.path.join(args.checkpoint_dir, CKPT_NAME), {"model": model, "opt_state": opt_state}, meta)
     tmp = os.path.join(args.checkpoint_dir, "losses.json.tmp")
     with open(tmp, "w") as f:
@@ -208,6 +211,14 @@ def _resume(args, model, opt_state):
     losses_path = os.path.join(args.checkpoint_dir, "losses.json")
     losses = json.load(open(losses_path)) if os.path.exists(losses_path) else [float("nan")] * step
     return tree["model"], tree["opt_state"], step, losses[:step]
+
+
+_CALIBRATION_STEPS = 20
+
+
+def _steps_within(seconds_left: float, steps_per_s: float, done: int) -> int:
+    """How many steps in total fit when ``seconds_left`` remain at ``steps_per_s`` (with a 5% margin)."""
+    return done + max(int(0.95 * seconds_left * steps_per_s), 1)
 
 
 def plot_losses(losses: list, path: str, title: str) -> None:
@@ -252,6 +263,9 @@ def train(args: argparse.Namespace) -> dict:
     if args.jit and not use_jit:
         print("note: flfun.jit is not available in this build; training eagerly (--no-jit)", file=sys.stderr)
 
+    if args.resume and args.steps is None:    # keep the schedule of the run being resumed
+        from flfun.checkpoint import load_metadata
+        steps = int(load_metadata(os.path.join(args.checkpoint_dir, CKPT_NAME)).get("total_steps", steps))
     model = task.init(fr.key(args.seed))
     opt = make_optimizer(steps, lr, wd, d["warmup"])
     opt_state = opt.init(model)
@@ -262,10 +276,13 @@ def train(args: argparse.Namespace) -> dict:
             print(f"checkpoint is already at step {start} >= --steps {steps}; evaluating only")
     step_fn = make_step(task.loss_fn, opt, use_jit)
     from models import data_parallel
-    main_rank = True
+    main_rank, parallel = True, False
     if args.devices or args.zero or data_parallel.launched_by_mpiexec():
+        parallel = True
         step_fn, opt_state, main_rank = data_parallel.attach(args, task.loss_fn, opt, model, opt_state,
                                                              (steps, lr, wd, d["warmup"]))
+    time_limit = d.get("time_limit") if args.time_limit is None else args.time_limit
+    steps_planned = steps
 
     bar = None
     if not args.no_progress and main_rank:
@@ -275,8 +292,10 @@ def train(args: argparse.Namespace) -> dict:
     prof = None
     t_train = time.perf_counter()
     t_window, n_window, rate = t_train, 0, 0.0
+    t_first = None
     stopped_early = False
-    for step in range(start, steps):
+    step = start
+    while step < steps:
         if args.profile and step == start + 1:
             from flfun.profiler import profile
             prof_ctx = profile(trace=True)
@@ -293,6 +312,16 @@ def train(args: argparse.Namespace) -> dict:
             prof = None
         n_window += 1
         now = time.perf_counter()
+        if t_first is None:
+            t_first = now                      # the first step includes tracing and compiling
+        elif time_limit and not parallel and step + 1 == start + _CALIBRATION_STEPS:
+            fit = _steps_within(time_limit - (now - t_train), (step - start) / (now - t_first), step + 1)
+            if fit < steps:                    # shorten the schedule to what fits: it still decays fully
+                steps = fit
+                opt = make_optimizer(steps, lr, wd, d["warmup"])
+                step_fn = make_step(task.loss_fn, opt, use_jit)
+                if bar is not None:
+                    bar.total = steps
         if now - t_window >= 0.5:
             rate, t_window, n_window = n_window / (now - t_window), now, 0
         if bar is not None:
@@ -302,13 +331,12 @@ def train(args: argparse.Namespace) -> dict:
                 post["steps/s"] = f"{rate:.1f}"
             bar.set_postfix(post, refresh=False)
         if args.checkpoint_dir and args.checkpoint_every and (step + 1) % args.checkpoint_every == 0 and main_rank:
-            _save(args, model, opt_state, step + 1, losses, task)
-        if args.time_limit and now - t_train > args.time_limit:
+            _save(args, model, opt_state, step + 1, losses, task, steps)
+        step += 1
+        if time_limit and now - t_train > time_limit and step < steps:
             stopped_early = True
-            steps_done = step + 1
             break
-    else:
-        steps_done = max(steps, start)
+    steps_done = max(step, start)
     if prof is not None:
         prof_ctx.__exit__(None, None, None)
         _write_profile(prof, out)
@@ -316,7 +344,7 @@ def train(args: argparse.Namespace) -> dict:
         bar.close()
     train_time = time.perf_counter() - t_train
     if args.checkpoint_dir and main_rank:
-        _save(args, model, opt_state, steps_done, losses, task)
+        _save(args, model, opt_state, steps_done, losses, task, steps)
 
     t_eval = time.perf_counter()
     metrics = task.evaluate(model)
@@ -326,7 +354,8 @@ def train(args: argparse.Namespace) -> dict:
     result = {
         "model": args.model, "steps": steps_done, "batch_size": bs, "lr": lr, "weight_decay": wd,
         "seed": args.seed, "backend": args.backend, "jit": use_jit, "resumed_from": start if args.resume else None,
-        "stopped_early": stopped_early, "params": count_params(model), "config": task.config,
+        "stopped_early": stopped_early, "steps_planned": steps_planned, "time_limit_s": time_limit,
+        "params": count_params(model), "config": task.config,
         "final_train_loss": float(np.mean(tail)) if tail else None,
         **metrics,
         "train_time_s": round(train_time, 3), "eval_time_s": round(eval_time, 3),

@@ -154,3 +154,12 @@ def test_bad_arguments(argv, message, capsys):
 def test_params_are_float32_pytrees():
     for model in (mlp.init(fr.key(0)), cnn.init(fr.key(0)), T.init(fr.key(0), T.GPTConfig(num_layers=1))):
         assert all(leaf.dtype == np.float32 for leaf in tree_leaves(model))
+
+
+def test_time_budget_shortens_the_schedule(tmp_path):
+    assert train._steps_within(10.0, 20.0, 20) == 20 + 190
+    out = str(tmp_path / "out")
+    run_cli(["mlp", "--steps", "100000", "--time-limit", "2", "--out", out, "--no-progress"])
+    m = json.load(open(os.path.join(out, "metrics.json")))
+    assert m["steps_planned"] == 100000 and 20 <= m["steps"] < 100000 and m["time_limit_s"] == 2.0
+    assert m["train_time_s"] < 2.0 + 1.5
