@@ -13,7 +13,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from flfun import numpy as fnp
-from flfun.optim import GradientTransformation
 from flfun.primitives.collective import all_gather, axis_index, axis_size, psum, psum_scatter
 from flfun.primitives.shape import dynamic_slice
 from flfun.tree import tree_leaves, tree_structure, tree_unflatten
@@ -64,8 +63,7 @@ def _my_chunk(flat, axis_name):
     return dynamic_slice(flat, (axis_index(axis_name) * k,), (k,))
 
 
-def sharded(optimizer: GradientTransformation, axis_name, *, average: bool = True,
-            max_norm: float | None = None) -> GradientTransformation:
+def sharded(optimizer, axis_name, *, average: bool = True, max_norm: float | None = None):
     """ZeRO-1: wrap an elementwise optimizer (``sgd``, ``adam``, ``adamw``) so that each member of the mapped
     axis ``axis_name`` keeps and updates only its 1/N of the optimizer state.
 
@@ -86,6 +84,7 @@ def sharded(optimizer: GradientTransformation, axis_name, *, average: bool = Tru
         ...     updates, state = opt.update(grads, state, params)   # reduce-scatter, update chunk, all-gather
         ...     return apply_updates(params, updates), state
     """
+    from flfun.optim import GradientTransformation     # (flfun.optim re-exports this module)
     if not isinstance(optimizer, GradientTransformation):
         raise ValueError(f"sharded: optimizer must be a GradientTransformation, got {optimizer!r:.60}")
     if max_norm is not None and not (isinstance(max_norm, (int, float)) and max_norm > 0):
