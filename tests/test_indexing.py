@@ -2,6 +2,8 @@
 immutability, gradients and vmap through indexing, take / take_along_axis / put_along_axis, and error messages."""
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -187,6 +189,63 @@ def test_scatter_impl_handles_non_contiguous_operands():
             upd = np.full((2,) + operand.shape[1:], 7.0)
             out = f["scatter"](operand, ind, upd, axes=(0,), batch_dims=0, mode="clip", op=op)
             np.testing.assert_array_equal(out, scatter_ref(operand, ind, upd, axes=(0,), op=op), err_msg=op)
+
+
+class _LimitedUfunc:
+    """A numpy ufunc with cupy's ``at`` limits: none at all, or only for 32/64-bit dtypes."""
+
+    def __init__(self, f, has_at):
+        self.f, self.has_at = f, has_at
+
+    def __call__(self, *args):
+        return self.f(*args)
+
+    def at(self, a, i, b):
+        if not self.has_at:
+            raise NotImplementedError("`multiply.at` is not supported yet")
+        if a.dtype.name not in ("int32", "int64", "float32", "float64", "uint32", "uint64"):
+            raise TypeError(f"at does not support {a.dtype}")
+        self.f.at(a, i, b)
+
+
+def _cupy_like_numpy():
+    xp = types.ModuleType("cupy_like")
+    xp.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+    xp.add, xp.minimum, xp.maximum = (_LimitedUfunc(f, True) for f in (np.add, np.minimum, np.maximum))
+    xp.multiply = _LimitedUfunc(np.multiply, False)
+    return xp
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "uint16", "bool"])
+@pytest.mark.parametrize("op", ["add", "mul", "min", "max"])
+def test_scatter_fallbacks_without_full_ufunc_at(op, dtype):
+    f, ref = impls(_cupy_like_numpy()), impls(np)
+    rng = np.random.default_rng(3)
+    operand = (rng.standard_normal((4, 3, 5)) * 3).astype(dtype)
+    for axes, bd in (((0,), 0), ((2, 0), 0), ((2,), 1)):
+        ishape = operand.shape[:bd] + (6,)
+        ind = np.stack([rng.integers(-1, operand.shape[a] + 1, ishape) for a in axes], -1)
+        upd = (rng.standard_normal(ishape + tuple(d for i, d in enumerate(operand.shape)
+                                                  if i >= bd and i not in axes)) * 3).astype(dtype)
+        for mode in ("clip", "fill"):
+            kw = dict(axes=axes, batch_dims=bd, mode=mode, op=op)
+            np.testing.assert_allclose(f["scatter"](operand, ind, upd, **kw), ref["scatter"](operand, ind, upd, **kw),
+                                       rtol=1e-6)      # products of duplicates may round in another order
+
+
+def test_xp_impls_match_numpy_on_cupy():
+    cp = pytest.importorskip("cupy")
+    f, ref = impls(cp), impls(np)
+    rng = np.random.default_rng(4)
+    operand = rng.standard_normal((4, 3, 5)).astype("float32")
+    ind = np.stack([rng.integers(-1, 6, (4, 6)), rng.integers(0, 4, (4, 6))], -1)
+    kw = dict(axes=(2, 1), batch_dims=1, mode="fill")
+    np.testing.assert_array_equal(cp.asnumpy(f["gather"](cp.asarray(operand), cp.asarray(ind), fill_value=None, **kw)),
+                                  ref["gather"](operand, ind, fill_value=None, **kw))
+    upd = rng.standard_normal((4, 6)).astype("float32")
+    for op in ("add", "mul", "min", "max"):
+        out = f["scatter"](cp.asarray(operand), cp.asarray(ind), cp.asarray(upd), op=op, **kw)
+        np.testing.assert_allclose(cp.asnumpy(out), ref["scatter"](operand, ind, upd, op=op, **kw), rtol=1e-6)
 
 
 # ------------------------------------------------------------------------------------------------- derivatives

@@ -18,6 +18,10 @@ def default_fill(dtype):
     return True
 
 
+_WIDER = {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "uint32", "uint16": "uint32",
+          "float16": "float32"}
+
+
 def impls(xp) -> dict:
     def plan(operand, indices, axes, batch_dims, mode):
         """(view permutation, index tuple, in-bounds mask or None, index shape, carried dims)."""
@@ -85,7 +89,34 @@ def impls(xp) -> dict:
             lin = lin[..., None] + xp.arange(n, dtype=xp.int64) * strides[p]
         if valid is not None:
             lin, updates = lin[valid], updates[valid]
-        ufuncs[op].at(out.reshape(-1), lin.reshape(-1), updates.reshape(-1))
+        accumulate(out.reshape(-1), lin.reshape(-1), updates.reshape(-1), op)
         return out
+
+    def accumulate(flat, lin, upd, op):
+        """``ufunc.at(flat, lin, upd)``, with fallbacks for cupy: no ``multiply.at``, and ``at`` only for
+        32/64-bit dtypes."""
+        uf = ufuncs[op]
+        try:
+            uf.at(flat, lin, upd)
+            return
+        except (AttributeError, NotImplementedError, TypeError):
+            pass
+        wide = _WIDER.get(flat.dtype.name)
+        if op != "mul" and wide is not None:
+            w = flat.astype(wide)
+            uf.at(w, lin, upd.astype(wide))
+            flat[...] = w.astype(flat.dtype)
+            return
+        # rounds of read-modify-write; positions are distinct within a round (the k-th duplicate of each)
+        if lin.size == 0:
+            return
+        order = xp.argsort(lin)
+        lin, upd = lin[order], upd[order]
+        first = xp.concatenate([xp.ones(1, dtype=bool), lin[1:] != lin[:-1]])
+        rank = xp.arange(lin.size) - xp.flatnonzero(first)[xp.cumsum(first) - 1]
+        for r in range(int(rank.max()) + 1):
+            sel = rank == r
+            pos = lin[sel]
+            flat[pos] = uf(flat[pos], upd[sel])
 
     return {"gather": gather, "scatter": scatter}
