@@ -1,7 +1,8 @@
 """Run-time switches, read from the environment in one place.
 
 ``FLFUN_DEBUG=1`` turns on extra checks; ``FLFUN_JIT_PLANNED=0`` runs jitted programs without the memory
-planner; ``FLFUN_EAGER_TAPE=0`` makes eager grad use linearize + transpose; ``FLFUN_BACKEND`` picks the default backend; ``FLFUN_CPU_DEVICES`` sets the number of CPU devices.
+planner; ``FLFUN_EAGER_TAPE=0`` makes eager grad use linearize + transpose; ``FLFUN_BACKEND`` picks the default backend; ``FLFUN_CPU_DEVICES`` sets the number of CPU devices;
+``FLFUN_TF32``, ``FLFUN_FUSION`` and ``FLFUN_CUDA_GRAPHS`` control the cupy backend (see cupy_backend.py).
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ class Config:
     jit_planned: bool = _flag("FLFUN_JIT_PLANNED", True)
     default_backend: str = os.environ.get("FLFUN_BACKEND", "numpy")
     cpu_devices: int = int(os.environ.get("FLFUN_CPU_DEVICES", "1"))
-    tf32: bool = _flag("FLFUN_TF32", False)
+    tf32: bool = _flag("FLFUN_TF32", False)      # cupy: float32 GEMMs in TF32 (default: true fp32)
+    fusion: bool = _flag("FLFUN_FUSION", True)   # cupy jit: elementwise chains become generated kernels
+    cuda_graphs: bool = _flag("FLFUN_CUDA_GRAPHS", True)   # cupy jit: replay a repeated step as a CUDA graph
     eager_tape: bool = _flag("FLFUN_EAGER_TAPE", True)   # eager grad on a tape (False: linearize + transpose)
 
 
