@@ -15,7 +15,7 @@ from flfun.numpy._creation import asarray
 from flfun.primitives import elementwise as E, shape as S
 from flfun.primitives.common import broadcast_to_shape
 from flfun.primitives.indexing import gather, scatter
-from flfun.util import canonical_axis, prod
+from flfun.util import canonical_axis
 
 __all__ = ["getitem", "IndexUpdateHelper", "take", "take_along_axis", "put_along_axis", "nonzero", "argwhere",
            "flatnonzero", "compress"]
@@ -31,7 +31,8 @@ def _arr(x):
 
 # ------------------------------------------------------------------------------------------------ index parsing
 # Parsed entries: ("new",) | ("slice", dim, start, step, count) | ("int", dim, i) | ("adv", dims, array) |
-# ("ellipsis",) (only when it stands for no dims), where an "adv" array is a host numpy int array (wrapped, checked) or a traced one, and dims has 0 or 1 entry.
+# ("ellipsis",) (only when it stands for no dims), where an "adv" array is a host numpy int array (wrapped,
+# checked) or a traced one, and dims has 0 or 1 entry.
 
 def _classify(item):
     """(kind, payload, number of dims it consumes) for one index item."""
