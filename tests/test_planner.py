@@ -55,14 +55,24 @@ def test_strategies_place_live_buffers_apart(strategy, specs):
     assert all(o % 64 == 0 for o in offsets.values())
 
 
-def _run_checked(closed: ClosedProgram, inputs, strategy="auto"):
-    """Run planned (NaN-filled arena) twice and unplanned; all three and the eager result must agree."""
+def _unplanned(closed, inputs, strategy):
+    prev, config.jit_planned = config.jit_planned, False
+    try:
+        return compile_program(closed, strategy=strategy)(*inputs)
+    finally:
+        config.jit_planned = prev
+
+
+def _run_checked(closed: ClosedProgram, inputs, strategy="auto", eager_reference=True, runs=2):
+    """Run planned (NaN-filled arena) ``runs`` times and unplanned: they and the eager result must agree."""
+    unplanned = [np.asarray(o) for o in _unplanned(closed, inputs, strategy)]
     expected = [np.asarray(o) for o in eval_program(closed.program, closed.consts,
-                                                    [fnp.asarray(x) for x in inputs])]
+                                                    [fnp.asarray(x) for x in inputs])] if eager_reference \
+        else unplanned
     exe = compile_program(closed, strategy=strategy)
     exe.plan.check()
     originals = [np.array(x) for x in inputs]
-    for _ in range(2):
+    for _ in range(runs):
         if exe.arena is not None:
             exe.arena.fill(0xFF)          # NaN in every float buffer: a read before a write shows up
         outs = exe(*inputs)
@@ -71,13 +81,8 @@ def _run_checked(closed: ClosedProgram, inputs, strategy="auto"):
             assert exe.arena is None or not np.may_share_memory(o, exe.arena)
     for x, orig in zip(inputs, originals):
         np.testing.assert_array_equal(x, orig)        # inputs are never written
-    prev, config.jit_planned = config.jit_planned, False
-    try:
-        unplanned = compile_program(closed, strategy=strategy)(*inputs)
-    finally:
-        config.jit_planned = prev
     for o, u in zip(outs, unplanned):
-        np.testing.assert_array_equal(np.asarray(o), np.asarray(u))
+        np.testing.assert_array_equal(np.asarray(o), u)
     return exe
 
 
@@ -201,3 +206,17 @@ def test_donation_of_a_shared_buffer_copies():
     a = fnp.ones((4,))
     with pytest.raises(ValueError, match="already donated"):
         fl.jit(lambda a, b: a + b, donate_argnums=(0, 1))(a, a)
+
+
+def test_w6_transformer_plan_and_run():
+    w7 = pytest.importorskip("benchmarks.w7_memory")
+    steps = w7.flfun_steps()
+    if "W6" not in steps:
+        pytest.skip("models.transformer is not available")
+    step, args, _ = steps["W6"]
+    lowered = fl.jit(step).lower(*args)
+    plan = lowered.plan
+    assert plan.arena_bytes <= 1.05 * plan.lower_bound
+    assert plan.arena_bytes <= 0.35 * plan.naive_bytes
+    _run_checked(ClosedProgram(lowered.program, lowered.consts), [np.asarray(v) for v in fl.tree_leaves(args)],
+                 eager_reference=False, runs=1)
