@@ -74,11 +74,17 @@ def trace_closed(fn: Callable, in_avals: list[ShapedArray]) -> ClosedProgram:
     return closed
 
 
+BACKEND_COMPILERS: dict[str, Callable] = {}   # backend -> fn(closed, device, donated, strategy): cupy's own
+
+
 def compile_program(closed: ClosedProgram, device=None, donated: tuple = (), strategy: str | None = None
                     ) -> Executable:
     """The executable for ``closed`` on ``device`` (cached on the program with the registry version)."""
     device = device or core.default_device()
     strategy = strategy or DEFAULT_STRATEGY
+    compiler = BACKEND_COMPILERS.get(device.backend)
+    if compiler is not None:
+        return compiler(closed, device, donated, strategy)
     key = ("exe", device, core.registry_version, config.jit_planned, donated, strategy)
     exe = closed.cache.get(key)
     if exe is None:

@@ -56,10 +56,10 @@ def _take_donated(leaf, others: set):
     v = leaf._value
     if v is _DONATED:
         raise ValueError("jit: a donated argument was already donated (passed twice, or used after donation)")
-    ok = (type(v) is np.ndarray and v.base is None and v.flags.writeable and v.flags.c_contiguous
-          and id(v) not in others and _value_refs(leaf) <= _BASE_REFS + 1)
+    ok = (type(v).__name__ == "ndarray" and v.base is None and getattr(v.flags, "writeable", True)
+          and v.flags.c_contiguous and id(v) not in others and _value_refs(leaf) <= _BASE_REFS + 1)
     leaf._value = _DONATED
-    return v if ok else np.array(v)
+    return v if ok else v.copy()     # numpy or cupy (a numpy scalar's copy is a scalar)
 
 
 def _raw_args(leaves, avals, donated):
