@@ -157,6 +157,17 @@ def test_at_divide_power_get_and_modes():
     np.testing.assert_allclose(np.asarray(x.at[[0, 9]].add(1.0, mode="clip")), [2.0, 2.0, 4.0, 9.0])
     np.testing.assert_allclose(np.asarray(x.at[...].set(0.0)), np.zeros(4))
     assert fnp.asarray([1, 2, 3]).at[0].set(7.9).tolist() == [7, 2, 3]     # values take x's dtype
+    np.testing.assert_allclose(np.asarray(x.at[True].add(1.0)), [2.0, 3.0, 5.0, 9.0])  # no indexed dims
+    np.testing.assert_allclose(np.asarray(x.at[False].set(0.0)), np.asarray(x))
+
+
+@pytest.mark.parametrize("op", ["set", "add", "mul", "min", "max"])
+def test_scatter_and_gather_without_indexed_axes(op):
+    x, upd = np.arange(3.0), np.array([[5.0, -1.0, 2.0], [0.5, 4.0, 3.0]])
+    ind = np.zeros((2, 0), np.int64)
+    out = lax.scatter(fnp.asarray(x), ind, fnp.asarray(upd), axes=(), op=op)
+    np.testing.assert_allclose(np.asarray(out), scatter_ref(x, ind, upd, axes=(), op=op))
+    np.testing.assert_array_equal(np.asarray(lax.gather(fnp.asarray(x), ind, axes=())), np.stack([x, x]))
 
 
 def test_traced_out_of_range_updates_are_dropped_and_reads_clamped():

@@ -68,11 +68,10 @@ def _gather_jvp(primals, tangents, *, axes, batch_dims, mode, fill_value):
 
 @gather_p.def_transpose
 def _gather_transpose(ct, operand, indices, *, axes, batch_dims, mode, fill_value):
-    from flfun.primitives.shape import full
     if _undef(indices):
         raise TypeError("gather: indices are not a linear input")
-    zeros = full(operand.aval.shape, 0, operand.aval.dtype)
-    return [scatter(zeros, indices, ct, axes=axes, batch_dims=batch_dims, mode=mode, op="add"), None]
+    return [scatter(_zeros_like(operand), indices, ct, axes=axes, batch_dims=batch_dims, mode=mode, op="add"),
+            None]
 
 
 @gather_p.def_batch
