@@ -404,3 +404,12 @@ def test_matmul_fast_path_uses_the_registered_impl():
     with primitives.impl_override("dot_general", "numpy", lambda *args, **kw: old(*args, **kw) * 0):
         assert np.asarray(a @ fnp.ones((3, 2))).sum() == 0
     assert np.asarray(a @ fnp.ones((3, 2))).sum() == 12
+
+
+@pytest.mark.parametrize("pads", [((0, 0), (0, 0)), ((1, 2), (0, 1))])
+def test_channels_last_conv_paths(pads):
+    x, w = np.ascontiguousarray(_rand((2, 3, 6, 5)).transpose(0, 2, 3, 1)), _rand((3, 2, 3, 4))   # NHWC, HWIO
+    dn = ("NHWC", "HWIO", "NHWC")
+    out = lax.conv_general_dilated(fnp.asarray(x), fnp.asarray(w), (1, 2), pads, dimension_numbers=dn)
+    _close(out, conv_ref(x, w, (1, 2), pads, (1, 1), (1, 1), dn, 1, 1))
+    check_grads(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), pads, dimension_numbers=dn), (x, w), order=1)

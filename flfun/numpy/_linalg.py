@@ -226,7 +226,8 @@ def kron(a, b, /) -> Array:
 
 # ------------------------------------------------------------------------------------------- diagonal, trace
 def _diagonal_last(x, offset: int = 0):
-    """The (offset) diagonal of the last two axes of ``x`` as its last axis: crop to a square block, flatten it and take every ``L + 1``-th element (exact, NaN-safe)."""
+    """The (offset) diagonal of the last two axes of ``x`` as its last axis: crop to a square block, flatten it
+    and take every ``L + 1``-th element (exact and NaN-safe, unlike multiplying by an identity mask)."""
     n1, n2 = x.shape[-2], x.shape[-1]
     r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
     length = max(0, min(n1 - r0, n2 - c0))

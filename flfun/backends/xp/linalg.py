@@ -88,7 +88,10 @@ def _conv(xp):
         sp = x.shape[2:]
         dil = [(n - 1) * d + 1 if n else 0 for n, d in zip(sp, lhs_dilation)]
         full = [max(lo, 0) + n + max(hi, 0) for n, (lo, hi) in zip(dil, padding)]
-        buf = xp.zeros(x.shape[:2] + tuple(full), x.dtype)
+        order = sorted(range(x.ndim), key=lambda i: -x.strides[i])      # keep x's memory order (e.g. NHWC)
+        shape = x.shape[:2] + tuple(full)
+        buf = xp.transpose(xp.zeros(tuple(shape[i] for i in order), x.dtype),
+                           tuple(order.index(i) for i in range(x.ndim)))
         inner = tuple(slice(max(lo, 0), max(lo, 0) + n, d) for n, (lo, _), d in zip(dil, padding, lhs_dilation))
         buf[(slice(None), slice(None)) + inner] = x
         crop = tuple(slice(max(-lo, 0), max(max(-lo, 0), f - max(-hi, 0))) for f, (lo, hi) in zip(full, padding))
@@ -136,14 +139,25 @@ def _conv(xp):
                          + tuple(s * w_ for s, w_ in zip(st, window_strides)))          # (N, C, *K, *O), a view
         win = xp.reshape(win, (B, Nb, G, C // G) + ksz + osz)
         kax, oax = tuple(range(4, 4 + ns)), tuple(range(4 + ns, 4 + 2 * ns))
-        wm = xp.reshape(w, (BG, O // BG, Cg * K))
-        # copy the columns so that the copy's innermost run is the longer contiguous one; one GEMM per group
-        sck = bool(osz) and ksz[-1] * (rhs_dilation[-1] == 1) > osz[-1] * (window_strides[-1] == 1)
-        if sck:    # rows (n, *O), columns (c, *K): result (n, *O, o)
-            cols = xp.reshape(xp.transpose(win, (0, 2, 1) + oax + (3,) + kax), (BG, Nb * S, Cg * K))
+        # copy the columns so that the copy's innermost run is a long contiguous one; one GEMM per group
+        if C > 1 and x.strides[1] == x.itemsize and osz:     # channels-last data: rows (n, *O), columns (*K, c)
+            layout = "skc"
+        elif osz and ksz[-1] * (rhs_dilation[-1] == 1) > osz[-1] * (window_strides[-1] == 1):
+            layout = "sck"                                   # rows (n, *O), columns (c, *K)
+        else:
+            layout = "cks"                                   # rows (c, *K), columns (n, *O)
+        if layout == "skc":
+            wm = xp.reshape(xp.transpose(w, (0,) + tuple(range(2, 2 + ns)) + (1,)), (BG, O // BG, K * Cg))
+            cols = xp.reshape(xp.transpose(win, (0, 2, 1) + oax + kax + (3,)), (BG, Nb * S, K * Cg))
+        else:
+            wm = xp.reshape(w, (BG, O // BG, Cg * K))
+            perm = (0, 2, 1) + oax + (3,) + kax if layout == "sck" else (0, 2, 3) + kax + (1,) + oax
+            cols = xp.reshape(xp.transpose(win, perm),
+                              (BG, Nb * S, Cg * K) if layout == "sck" else (BG, Cg * K, Nb * S))
+        sck = layout != "cks"     # the GEMM gives (n, *O, o) rows; otherwise (o, n, *O)
+        if sck:
             raw_shape, to_canonical = (B, G, Nb) + osz + (O // BG,), (2, 0, 1, 3 + ns) + tuple(range(3, 3 + ns))
-        else:      # rows (c, *K), columns (n, *O): result (o, n, *O)
-            cols = xp.reshape(xp.transpose(win, (0, 2, 3) + kax + (1,) + oax), (BG, Cg * K, Nb * S))
+        else:
             raw_shape, to_canonical = (B, G, O // BG, Nb) + osz, (3, 0, 1, 2) + tuple(range(4, 4 + ns))
         if BG == 1:
             a, b = (cols[0], wm[0].T) if sck else (wm[0], cols[0])
