@@ -171,13 +171,19 @@ class FusionGroup:
         return tuple(k for k, (v, s) in enumerate(zip(self.inputs, self.in_shapes))
                      if v.aval.shape == o.shape == s and v.aval.dtype == o.dtype and self.inputs.count(v) == 1)
 
-    def evaluate(self, *args, backend: str = "numpy") -> list:
-        """The reference semantics: the members' own impls, in order."""
+    def evaluate(self, *args, out=None) -> list:
+        """The reference semantics: the members' numpy impls, in order (results copied into ``out``'s buffers
+        where given, after every input has been read)."""
         env = {v.id: a for v, a in zip(self.inputs, args)}
         read = lambda v: v.val if type(v) is Literal else env[v.id]  # noqa: E731
         for e in self.eqns + ([self.reduction] if self.reduction is not None else []):
-            env[e.outputs[0].id] = e.prim.impls[backend](*[read(v) for v in e.inputs], **e.params)
-        return [env[v.id] for v in self.outputs]
+            env[e.outputs[0].id] = e.prim.impls["numpy"](*[read(v) for v in e.inputs], **e.params)
+        res = [env[v.id] for v in self.outputs]
+        for j, o in enumerate(out or ()):
+            if o is not None:
+                o[...] = res[j]
+                res[j] = o
+        return res
 
     def __repr__(self):
         return f"FusionGroup({self.name}, {len(self.inputs)} in, {len(self.outputs)} out, shape {self.shape})"

@@ -1,0 +1,432 @@
+"""The cupy backend. On any machine: the import guards and the clear error without cupy or a GPU, the device
+executor (planning of fused kernels, arena outputs, donation) run on the numpy backend, the CUDA-graph runner's
+bookkeeping and fallback with a fake device API, and cuBLAS layout rules. On a GPU (marked ``gpu``): every
+op-table primitive forward on cupy, transforms, jit, fusion vs unfused, graph replay, precision modes, DLPack."""
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import flfun as fl
+import flfun.numpy as fnp
+from flfun import lax
+from flfun.backends import get_backend
+from flfun.backends.cuda import cublas
+from flfun.backends.cuda.executor import DeviceExecutable, generate, plan
+from flfun.backends.cuda.graphs import MAX_KEYS, CaptureError, GraphRunner
+from flfun.config import config
+from flfun.executor import Executable
+from flfun.fusion import FusedPrimitive, fuse_elementwise
+from flfun.passes import optimize
+from random_programs import programs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": ROOT, "FLFUN_BACKEND": "numpy"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+
+
+# ---------------------------------------------------------------------------------------- guards and errors
+def test_flfun_imports_without_cupy_and_asking_for_it_is_a_clear_error():
+    r = _python("import sys; sys.modules['cupy'] = None\n"
+                "import flfun, flfun.numpy as fnp, flfun.backends.cupy_backend as cb\n"
+                "assert 'cupy' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
+                "print(float(fnp.sum(fnp.ones(3))), cb.is_available())\n"
+                "from flfun.backends import get_backend\n"
+                "try:\n    get_backend('cupy')\nexcept cb.BackendUnavailableError as e:\n    print('ERR', e)\n")
+    assert r.returncode == 0, r.stderr
+    assert "3.0 False" in r.stdout
+    assert "ERR cupy backend: cupy is not installed" in r.stdout
+
+
+def test_cupy_without_a_gpu_is_a_clear_error():
+    r = _python("import sys, types\n"
+                "cp = types.ModuleType('cupy'); cp.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace("
+                "getDeviceCount=lambda: (_ for _ in ()).throw(RuntimeError('cudaErrorNoDevice'))))\n"
+                "sys.modules['cupy'] = cp\n"
+                "import flfun\nfrom flfun.backends.cupy_backend import BackendUnavailableError\n"
+                "try:\n    flfun.devices('cupy')\nexcept BackendUnavailableError as e:\n    print('ERR', e)\n")
+    assert r.returncode == 0, r.stderr
+    assert "ERR cupy backend: no usable CUDA GPU (RuntimeError: cudaErrorNoDevice)" in r.stdout
+
+
+def test_unknown_backend_names_the_choices():
+    with pytest.raises(ValueError, match="unknown backend 'tpu'; choose 'numpy' or 'cupy'"):
+        get_backend("tpu")
+
+
+def test_precision_and_fusion_switches_exist():
+    assert config.tf32 is False or os.environ.get("FLFUN_TF32")
+    assert isinstance(config.fusion, bool) and isinstance(config.cuda_graphs, bool)
+
+
+# ------------------------------------------------------------------- the device executor on the numpy backend
+def _cpu():
+    return get_backend("numpy").devices[0]
+
+
+def _compile(program, consts, donated=(), fused=True):
+    program, consts = optimize(program, consts)
+    if fused:
+        program = fuse_elementwise(program)
+    return DeviceExecutable(program, consts, _cpu(), plan(program, "numpy", donated), donated)
+
+
+def _same(a, b):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@given(programs())
+def test_device_executable_matches_the_reference_executor(drawn):
+    program, consts, inputs = drawn
+    get_backend("numpy")
+    want = Executable(*optimize(program, consts), None, None)(*inputs)
+    for fused in (False, True):
+        exe = _compile(program, consts, fused=fused)
+        exe.plan.check()
+        for _ in range(2):    # the arena is reused by the second call
+            outs = exe(*inputs)
+            for a, b in zip(outs, want):
+                _same(a, b)
+            for i, o in enumerate(outs):
+                assert not any(np.may_share_memory(o, x) for x in inputs + outs[:i]), "an output aliases"
+                assert exe.arena is None or not np.may_share_memory(o, exe.arena)
+
+
+def _mlp_step():
+    def step(w1, b1, w2, x):
+        def loss(w1, b1, w2):
+            h = fnp.maximum(x @ w1 + b1, 0.0)
+            return fnp.mean((h @ w2) ** 2)
+        value, (g1, gb1, g2) = fl.value_and_grad(loss, argnums=(0, 1, 2))(w1, b1, w2)
+        return w1 - 0.1 * g1, b1 - 0.1 * gb1, w2 - 0.1 * g2, value
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32) * 0.3 for s in ((6, 8), (8,), (8, 3), (5, 6))]
+    return step, args
+
+
+def test_fused_kernels_write_their_outputs_into_the_arena_and_donated_inputs_in_place():
+    step, args = _mlp_step()
+    closed = fl.make_ir(step)(*[fnp.asarray(a) for a in args])
+    exe = _compile(closed.program, closed.consts, donated=(0, 1, 2))
+    fused = [e for e in exe.program.eqns if isinstance(e.prim, FusedPrimitive)]
+    assert any(len(e.outputs) > 1 for e in fused), exe.program
+    multi = next(e for e in fused if len(e.outputs) > 1)
+    assert all(exe.plan.offset_of(v) is not None for v in multi.outputs if v not in exe.program.outvars)
+    assert "out=(b" in exe.source and "out=(a0" in exe.source    # arena views, and w1 updated in place
+    ref = Executable(*optimize(closed.program, closed.consts), None, None)
+    state, want = [a.copy() for a in args], list(args)
+    for _ in range(3):
+        outs = exe(*state[:3], state[3])
+        want = ref(*want[:3], args[3]) [:3] + [args[3]]
+        assert outs[0] is state[0]                         # donated and written in place
+        state = list(outs[:3]) + [args[3]]
+        for a, b in zip(outs[:3], want[:3]):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_unplanned_mode_and_literal_outputs():
+    def f(x):
+        return lax.sin(lax.exp(x)), 2.0, x
+    closed = fl.make_ir(f)(fnp.ones(3))
+    program, consts = optimize(closed.program, closed.consts)
+    program = fuse_elementwise(program, min_size=1)
+    exe = DeviceExecutable(program, consts, _cpu(), None)
+    x = np.arange(3, dtype=np.float32)
+    a, two, same = exe(x)
+    _same(a, np.sin(np.exp(x)))
+    assert float(two) == 2.0 and same is not x
+    _same(same, x)
+
+
+def test_plan_gives_each_output_of_a_fused_kernel_its_own_buffer():
+    def f(x, y):
+        a = lax.add(x, y)
+        return lax.exp(lax.mul(lax.tanh(a), lax.sin(a))), lax.neg(lax.cos(a))
+    closed = fl.make_ir(lambda x, y: fnp.matmul(*f(x, y)))(fnp.ones((4, 4)), fnp.ones((4, 4)))
+    program = fuse_elementwise(optimize(closed.program, closed.consts)[0])
+    p = plan(program, "numpy")
+    p.check()
+    kernel = next(e for e in program.eqns if isinstance(e.prim, FusedPrimitive))
+    offs = [p.offset_of(v) for v in kernel.outputs]
+    assert None not in offs and len(set(offs)) == len(offs)
+    src, _ = generate(program, p, _cpu(), [], np.zeros(p.arena_bytes, np.uint8))
+    assert "out=(b" in src
+
+
+# --------------------------------------------------------------------------------- graphs, with a fake device
+class FakeGraphAPI:
+    """Numpy stand-in for the device: a 'graph' re-runs the captured function and writes the captured output
+    buffers, as replaying kernels would; capture itself leaves the inputs untouched, as on a GPU."""
+
+    def __init__(self, fail: bool = False):
+        self.fail, self.launched, self.copies = fail, 0, 0
+
+    key = staticmethod(lambda a: (a.__array_interface__["data"][0], a.strides))
+    pin = staticmethod(lambda a: a)
+    capture_conditions = staticmethod(contextlib.nullcontext)
+
+    def capture(self, fn, args=()):
+        if self.fail:
+            raise CaptureError("fake: this step cannot be captured")
+        saved = [a.copy() for a in args]
+        outs = fn()
+        for a, s in zip(args, saved):
+            a[...] = s                     # capture records, it does not run
+        return (fn, outs), outs, []
+
+    def launch(self, graph):
+        fn, bufs = graph
+        self.launched += 1
+        for b, n in zip(bufs, fn()):
+            if b is not n:
+                b[...] = n
+
+    def copy(self, a):
+        self.copies += 1
+        return a.copy()
+
+    empty_like = staticmethod(np.empty_like)
+
+    def copy_into(self, dst, src):
+        dst[...] = src
+
+
+def _sgd():
+    def run(w, x):
+        g = 2 * x * (w * x).sum()
+        w -= 0.1 * g                       # donated: updated in place, as the planned step does
+        return [w, np.asarray((w * x).sum() ** 2)]
+    return run
+
+
+def test_graph_runner_captures_on_the_second_call_and_replays():
+    api = FakeGraphAPI()
+    runner = GraphRunner(_sgd(), (0,), api)
+    w, x = np.ones(4), np.linspace(0, 1, 4)
+    args = [w, x]
+    ref_w, losses = np.ones(4), []
+    for step in range(5):
+        outs = runner(args)
+        assert outs[0] is w                           # the donated buffer comes back as itself
+        ref_w = ref_w - 0.1 * 2 * x * (ref_w * x).sum()
+        np.testing.assert_allclose(outs[0], ref_w)
+        np.testing.assert_allclose(outs[1], (ref_w * x).sum() ** 2)
+        losses.append(outs[1])
+    assert runner.captures == 1 and api.launched == 3 and runner.status == "1 captured, 3 replays"
+    assert all(a is not b for a, b in zip(losses, losses[1:]))   # outputs are copied out of the graph
+
+
+def test_graph_runner_falls_back_when_capture_fails():
+    api = FakeGraphAPI(fail=True)
+    runner = GraphRunner(_sgd(), (0,), api)
+    w, x = np.ones(4), np.linspace(0, 1, 4)
+    for _ in range(4):
+        runner([w, x])
+    assert runner.status == "fallback: fake: this step cannot be captured" and api.launched == 0
+    ref = np.ones(4)
+    for _ in range(4):
+        ref = ref - 0.1 * 2 * x * (ref * x).sum()
+    np.testing.assert_allclose(w, ref)
+
+
+def test_graph_runner_stages_inputs_that_keep_moving():
+    api = FakeGraphAPI()
+    runner = GraphRunner(_sgd(), (0,), api)
+    x = np.linspace(0, 1, 4)
+    w = np.ones(4)
+    ref, hold = np.ones(4), []
+    for step in range(MAX_KEYS + 4):
+        staging = runner.staged.get(None)
+        args = [w.copy(), x.copy()]                   # fresh buffers every call (kept: no address is reused)
+        hold.append(args)
+        outs = runner(args)
+        ref = ref - 0.1 * 2 * x * (ref * x).sum()
+        np.testing.assert_allclose(outs[0], ref)
+        w = outs[0]
+        assert staging is None or all(o is not s for o in outs for s in staging.staging)
+    assert runner.staged and api.launched >= 3
+
+
+def test_graph_runner_keys_on_the_extra_key():
+    mode = ["fp32"]
+    runner = GraphRunner(lambda x: [x * 2], (), FakeGraphAPI(), extra_key=lambda: mode[0])
+    x = np.ones(3)
+    for m in ("fp32", "fp32", "tf32", "tf32", "fp32"):
+        mode[0] = m
+        _same(runner([x])[0], x * 2)
+    assert runner.captures == 2 and len(runner.graphs) == 2
+
+
+# ---------------------------------------------------------------------------------------------- cuBLAS rules
+@pytest.mark.parametrize("shape,strides,want", [
+    ((3, 4), (16, 4), ("row", 4)), ((3, 4), (4, 12), ("col", 3)), ((1, 4), (99, 4), ("row", 4)),
+    ((3, 1), (4, 77), ("row", 1)), ((3, 4), (32, 8), None), ((1, 4), (4, 12), ("col", 3)), ((2, 2), (2, 4), None)])
+def test_cublas_layout_rules(shape, strides, want):
+    assert cublas.layout(shape, strides, 4) == want
+
+
+# ------------------------------------------------------------------------------------------------ on the GPU
+gpu = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def dev():
+    return get_backend("cupy").devices[0]
+
+
+def _on(dev, a):
+    return fnp.asarray(a, device=dev)
+
+
+FWD = []
+try:
+    from op_table import RECORDS
+    FWD = [(r, d) for r in RECORDS for d in r.dtypes[:2]]
+except Exception:  # noqa: BLE001
+    pass
+
+
+@gpu
+@pytest.mark.parametrize("rec,dtype", FWD, ids=[f"{r.name}-{d}" for r, d in FWD])
+@settings(max_examples=3, deadline=None)
+@given(data=st.data())
+def test_every_primitive_forward_on_cupy_matches_numpy(dev, rec, dtype, data):
+    args, params = data.draw(rec.args(dtype))
+    out = rec.fn(*[_on(dev, a) for a in args], **params)
+    want = rec.fn(*[fnp.asarray(a, device=_cpu()) for a in args], **params)
+    for o, w in zip(fl.tree_leaves(out), fl.tree_leaves(want)):
+        assert o.device is dev
+        o, w = np.asarray(o), np.asarray(w)
+        assert o.shape == w.shape and o.dtype == w.dtype, rec.name
+        tol = 2e-5 if dtype == "float32" else 1e-9
+        np.testing.assert_allclose(o.astype(np.float64) if o.dtype.kind not in "bu" else o, w, rtol=tol,
+                                   atol=tol * 10, err_msg=rec.name)
+
+
+@gpu
+def test_transforms_and_jit_on_cupy(dev):
+    rng = np.random.default_rng(1)
+    w, x = rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
+
+    def loss(w, x):
+        return fnp.sum(fnp.tanh(x @ w) ** 2)
+    g_cpu = fl.grad(loss)(fnp.asarray(w, device=_cpu()), fnp.asarray(x, device=_cpu()))
+    gw, gx = _on(dev, w), _on(dev, x)
+    for fn in (fl.grad(loss), fl.jit(fl.grad(loss)), fl.grad(fl.jit(loss))):
+        g = fn(gw, gx)
+        assert g.device is dev
+        np.testing.assert_allclose(np.asarray(g), np.asarray(g_cpu), rtol=1e-5, atol=1e-5)
+    per_row = fl.vmap(lambda r: loss(gw, r[None]))(gx)
+    np.testing.assert_allclose(np.asarray(per_row), [float(loss(w, x[i:i + 1])) for i in range(4)], rtol=1e-5)
+    jv = fl.jvp(lambda w: loss(w, gx), (gw,), (fnp.ones_like(gw),))[1]
+    assert np.isfinite(float(jv))
+
+
+@gpu
+@given(programs())
+@settings(max_examples=6, deadline=None)
+def test_fused_equals_unfused_on_cupy(dev, drawn):
+    program, consts, inputs = drawn
+    args = [_on(dev, a)._value for a in inputs]
+    want = Executable(*optimize(program, consts), None, None)(*inputs)
+    from flfun.ir import ClosedProgram
+    from flfun.backends.cuda.executor import compile_program
+    for fusion in (False, True):
+        config.fusion = fusion
+        try:
+            exe = compile_program(ClosedProgram(program, consts), dev)
+            outs = exe(*args)
+        finally:
+            config.fusion = True
+        for o, w in zip(outs, want):
+            np.testing.assert_allclose(dev.to_host(o), w, rtol=2e-5, atol=2e-5)
+
+
+@gpu
+def test_graph_replay_of_a_donated_training_step_matches_plain_runs(dev):
+    step, args = _mlp_step()
+    results = {}
+    for graphs in (False, True):
+        config.cuda_graphs = graphs
+        try:
+            jstep = fl.jit(step, donate_argnums=(0, 1, 2))
+            state = [_on(dev, a) for a in args]
+            losses = []
+            for _ in range(6):
+                *params, loss = jstep(*state)
+                state = list(params) + [state[3]]
+                losses.append(float(loss))
+            exe = jstep.lower(*state).compile().executable
+            results[graphs] = (losses, [np.asarray(p) for p in params], exe.graph_status)
+        finally:
+            config.cuda_graphs = True
+    assert "replays" in results[True][2] and results[True][2] != "0 captured, 0 replays", results[True][2]
+    np.testing.assert_allclose(results[True][0], results[False][0], rtol=1e-6)
+    for a, b in zip(results[True][1], results[False][1]):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+@gpu
+def test_steady_state_allocates_only_the_outputs(dev):
+    import cupy as cp
+    step, args = _mlp_step()
+    config.cuda_graphs = False
+    try:
+        jstep = fl.jit(step)
+        state = [_on(dev, a) for a in args]
+        jstep(*state)
+        base, count = cp.cuda.get_allocator(), [0]
+
+        def counting(n):
+            count[0] += 1
+            return base(n)
+        with cp.cuda.using_allocator(counting):
+            jstep(*state)
+    finally:
+        config.cuda_graphs = True
+    assert count[0] <= 8, f"{count[0]} allocations for 4 outputs"
+
+
+@gpu
+@pytest.mark.parametrize("tf32", [False, True])
+def test_gemm_precision_modes(dev, tf32):
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((128, 256)).astype(np.float32), rng.standard_normal((256, 64)).astype(np.float32)
+    want = a.astype(np.float64) @ b
+    config.tf32 = tf32
+    try:
+        got = np.asarray(fl.jit(lambda a, b: a @ b)(_on(dev, a), _on(dev, b)))
+        got_t = np.asarray(_on(dev, a.T.copy()).T @ _on(dev, b))
+    finally:
+        config.tf32 = False
+    rel = np.abs(got - want).max() / np.abs(want).max()
+    assert rel < (5e-3 if tf32 else 2e-6) and (tf32 or rel < 2e-6)
+    np.testing.assert_allclose(got_t, got, rtol=1e-5 if not tf32 else 1e-2, atol=1e-4 if not tf32 else 5e-2)
+    if tf32:
+        assert rel > 1e-6    # TF32 really was used (10-bit mantissa inputs)
+
+
+@gpu
+def test_dlpack_exchange(dev):
+    x = _on(dev, np.arange(6, dtype=np.float32).reshape(2, 3))
+    torch = pytest.importorskip("torch")
+    t = torch.from_dlpack(x)
+    assert t.is_cuda and t.sum().item() == 15
+    back = fnp.from_dlpack(t * 2, device=dev)
+    _same(back, np.arange(6).reshape(2, 3) * 2)
+    host = fl.device_put(x, _cpu())
+    assert host.device.platform == "cpu"
+    _same(host, np.arange(6).reshape(2, 3))
+    with contextlib.suppress(ImportError):
+        import jax
+        j = jax.dlpack.from_dlpack(x)
+        assert float(j.sum()) == 15
