@@ -22,10 +22,7 @@ from flfun.primitives.common import moveaxis
 from flfun.sharded import ShardedArray
 from flfun.transforms.pmap_call import (SpmdAxisTrace, _enclosing_frame, _execute, _Frame, _head_indices,
                                         pmap_p)
-try:
-    from flfun.transforms.call import close_program, compile_program
-except ImportError:      # before the jit call primitive moved to its own module
-    from flfun.transforms.jit import close_program, compile_program
+from flfun.transforms.call import close_program, compile_program
 from flfun.transforms.staging import trace_to_program
 from flfun.tree import broadcast_prefix, tree_flatten, tree_unflatten
 

@@ -18,10 +18,7 @@ from flfun.core import Primitive, Trace, _state, full_raise, get_aval, new_main,
 from flfun.distributed.spmd import Mesh, run_spmd
 from flfun.ir import ClosedProgram
 from flfun.primitives.common import Zero, is_zero, moveaxis, not_mapped, tangent_aval
-try:
-    from flfun.transforms.call import DEFAULT_STRATEGY, _batch_program, _cached, _jvp_split, trace_closed
-except ImportError:      # before the jit call primitive moved to its own module
-    from flfun.transforms.jit import DEFAULT_STRATEGY, _batch_program, _cached, _jvp_split, trace_closed
+from flfun.transforms.call import DEFAULT_STRATEGY, _batch_program, _cached, _jvp_split, trace_closed
 
 # ------------------------------------------------------------------------------------------------- axis frames
 class _Frame:
