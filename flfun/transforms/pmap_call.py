@@ -18,7 +18,8 @@ from flfun.core import Primitive, Trace, _state, full_raise, get_aval, new_main,
 from flfun.distributed.spmd import Mesh, run_spmd
 from flfun.ir import ClosedProgram
 from flfun.primitives.common import Zero, is_zero, moveaxis, not_mapped, tangent_aval
-from flfun.transforms.call import DEFAULT_STRATEGY, _batch_program, _cached, _jvp_split, trace_closed
+from flfun.transforms.call import (BACKEND_COMPILERS, DEFAULT_STRATEGY, _batch_program, _cached, _jvp_split,
+                                   compile_program, trace_closed)
 
 # ------------------------------------------------------------------------------------------------- axis frames
 class _Frame:
@@ -86,6 +87,9 @@ def _executables(closed: ClosedProgram, mesh: Mesh) -> dict:
     plans: dict = {}
     exes = {}
     for g, d in mesh.local:
+        if d.backend in BACKEND_COMPILERS:          # a backend that compiles its own executables (cupy)
+            exes[g] = compile_program(closed, d)
+            continue
         if config.jit_planned and d.backend not in plans:
             plans[d.backend] = plan_program(program, writes_out(d.backend), (), DEFAULT_STRATEGY)
         exes[g] = Executable(program, consts, d, plans.get(d.backend))
