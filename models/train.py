@@ -67,8 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --checkpoint-dir")
     p.add_argument("--out", help="output folder for metrics.json and loss.png (default runs/<model>)")
     p.add_argument("--time-limit", type=_positive(float),
-                   help="training time budget in seconds: after 20 steps the schedule is shortened to the steps "
-                        "that fit, and training stops at the limit (default: 270 for transformer, none otherwise)")
+                   help="training time budget in seconds: the schedule is shortened to the steps that fit (speed "
+                        "re-estimated every 20 steps), and training stops at the limit (default: 270 for transformer, none otherwise)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in logs)")
     p.add_argument("--devices", type=_positive(int), help="data parallel over N CPU devices (per process) with "
                    "pmap; under mpiexec every process joins (see models/data_parallel.py)")
@@ -213,7 +213,7 @@ def _resume(args, model, opt_state):
     return tree["model"], tree["opt_state"], step, losses[:step]
 
 
-_CALIBRATION_STEPS = 20
+_CALIBRATION_STEPS = 20   # steps between speed estimates under a time budget
 
 
 def _steps_within(seconds_left: float, steps_per_s: float, done: int) -> int:
@@ -313,15 +313,20 @@ def train(args: argparse.Namespace) -> dict:
         n_window += 1
         now = time.perf_counter()
         if t_first is None:
-            t_first = now                      # the first step includes tracing and compiling
-        elif time_limit and not parallel and step + 1 == start + _CALIBRATION_STEPS:
-            fit = _steps_within(time_limit - (now - t_train), (step - start) / (now - t_first), step + 1)
-            if fit < steps:                    # shorten the schedule to what fits: it still decays fully
+            t_first = t_mark = now             # the first step includes tracing and compiling
+            n_mark = step + 1
+        elif time_limit and not parallel and (step + 1 - start) % _CALIBRATION_STEPS == 0:
+            # re-estimate the speed over the recent steps; shorten the schedule when it no longer fits, so
+            # that the learning rate still decays fully within the budget
+            fit = _steps_within(time_limit - (now - t_train), (step + 1 - n_mark) / (now - t_mark), step + 1)
+            if fit < (steps if steps == steps_planned else 0.97 * steps):
                 steps = fit
                 opt = make_optimizer(steps, lr, wd, d["warmup"])
                 step_fn = make_step(task.loss_fn, opt, use_jit)
                 if bar is not None:
                     bar.total = steps
+            if (step + 1 - start) % (5 * _CALIBRATION_STEPS) == 0:
+                t_mark, n_mark = now, step + 1
         if now - t_window >= 0.5:
             rate, t_window, n_window = n_window / (now - t_window), now, 0
         if bar is not None:
