@@ -441,6 +441,21 @@ def to_array(x, dtype=None) -> Array:
     return wrap(dev.put(np.array(x, dtype=dtype, copy=True)), dev)
 
 
+def _one_device(name: str, args) -> list:
+    """The operands on one device: 0-d arrays (Python scalars, weak constants made on the default device) follow
+    the other operands, as in JAX; arrays with dimensions on different devices are an error."""
+    arrays = [a if type(a) is Array else to_array(a) for a in args]
+    devs = list(dict.fromkeys(a._device for a in arrays if a._value.ndim))
+    if not devs:
+        devs = list(dict.fromkeys(a._device for a in arrays if a._device is not default_device()))
+    if len(devs) != 1:
+        devs = devs or list(dict.fromkeys(a._device for a in arrays))
+        raise ValueError(f"{name}: operands live on different devices ({devs[0]} and {devs[1]}); move them "
+                         f"with flfun.device_put first")
+    dev = devs[0]
+    return [a if a._device is dev else wrap(dev.put(a._device.to_host(a._value)), dev) for a in arrays]
+
+
 def eval_primitive(prim: Primitive, args, params):
     """The eager path: check with the abstract-eval rule, call the backend impl, wrap the result (and record it
     when an eager reverse-mode tape is active)."""
@@ -458,8 +473,7 @@ def eval_primitive(prim: Primitive, args, params):
         if device is None:
             device = a._device
         elif a._device is not device:
-            raise ValueError(f"{prim.name}: operands live on different devices ({device} and {a._device}); "
-                             f"move them with flfun.device_put first")
+            return eval_primitive(prim, _one_device(prim.name, args), params)
         vals.append(a._value)
     if device is None:
         device = params.get("device") or default_device()
