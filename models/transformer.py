@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import flfun
 import flfun.numpy as fnp
 from flfun import nn, random
 from flfun.lax import reshape, slice as lax_slice
@@ -133,10 +134,15 @@ def generate(model: GPT, prompt: np.ndarray, num_chars: int, key, temperature: f
         raise ValueError(f"generate: temperature must be positive, got {temperature}")
     ids = [int(i) for i in np.asarray(prompt).ravel()] or [0]
     t = model.config.seq_len
+    # a fixed (1, T) window, zero-padded on the right: causal attention keeps the padding from reaching
+    # position n-1, and one shape means one compilation
+    forward = flfun.jit(lambda m, x: m(x)) if hasattr(flfun, "jit") else (lambda m, x: m(x))
     for i in range(num_chars):
-        ctx = np.asarray(ids[-t:], dtype=np.int32)[None]
-        logits = model(fnp.asarray(ctx))
-        last = reshape(lax_slice(logits, (0, ctx.shape[1] - 1, 0), (1, ctx.shape[1], logits.shape[-1])),
-                       (logits.shape[-1],))
+        ctx = ids[-t:]
+        n = len(ctx)
+        window = np.zeros((1, t), dtype=np.int32)
+        window[0, :n] = ctx
+        logits = forward(model, fnp.asarray(window))
+        last = reshape(lax_slice(logits, (0, n - 1, 0), (1, n, logits.shape[-1])), (logits.shape[-1],))
         ids.append(int(random.categorical(random.fold_in(key, i), last / temperature)))
     return np.asarray(ids[len(ids) - num_chars:], dtype=np.int32)
