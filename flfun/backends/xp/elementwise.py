@@ -32,7 +32,8 @@ def impls(xp) -> dict:
         return xp.where(y >= x.dtype.itemsize * 8, 0, xp.left_shift(x, y)).astype(x.dtype)
 
     def select_n(which, *cases, out=None):
-        if out is not None and len(cases) == 2 and which.dtype == bool and xp.__name__ == "numpy":
+        if out is not None and out.size >= 4096 and len(cases) == 2 and which.dtype == bool \
+                and xp.__name__ == "numpy":
             return _bitselect(xp, which, cases[0], cases[1], out)
         if len(cases) == 1:
             res = xp.broadcast_to(cases[0], xp.broadcast_shapes(xp.shape(which), xp.shape(cases[0]))).copy()
