@@ -14,6 +14,8 @@ import time
 from benchmarks.harness import markdown_table, run_workload
 from benchmarks.jit_common import run_rows
 
+os.environ.setdefault("JAX_PLATFORMS", "cpu")   # the CPU workloads: JAX on the CPU even where a GPU exists
+
 PEERS = [("numpy", None), ("flfun", None), ("torch", "torch"), ("jax", "jax")]
 
 

@@ -4,6 +4,8 @@ Run: ``python -m benchmarks.w4_per_example``.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from benchmarks.harness import (
@@ -14,6 +16,8 @@ from benchmarks.harness import (
     timing_dict,
 )
 from benchmarks.jit_common import run_rows
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")   # the CPU workloads: JAX on the CPU even where a GPU exists
 
 T = 0.3
 CHECK = [50.2329, -6.20372, 0.0, 0.0]

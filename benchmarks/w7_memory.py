@@ -5,9 +5,13 @@ Run: ``python -m benchmarks.w7_memory``.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from benchmarks.harness import available, peer_main, run_peer
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")   # the CPU workloads: JAX on the CPU even where a GPU exists
 
 STRATEGIES = ("naive", "greedy_by_size", "best_fit", "auto")
 

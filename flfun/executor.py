@@ -162,7 +162,7 @@ def _generate(program: Program, plan: MemoryPlan, backend: str, consts: list, de
         outs = [f"v{v.id}" for v in e.outputs]
         for v, n in zip(e.outputs, outs):
             var_names[v.id] = n
-        target = _out_target(e, roots, var_roots, views, offsets, arena, bound, var_names)
+        target = _out_target(e, roots, var_roots, views, offsets, arena, bound, device)
         if target is not None:           # a ufunc takes out= positionally (a little faster)
             args.append(target if isinstance(fn, np.ufunc) and not e.params else f"out={target}")
         lhs = ", ".join(outs) + ("," if e.prim.multiple_results and len(outs) == 1 else "")
@@ -185,7 +185,7 @@ def _generate(program: Program, plan: MemoryPlan, backend: str, consts: list, de
     return "\n".join(src) + "\n", names
 
 
-def _out_target(e: Eqn, roots, var_roots, views, offsets, arena, bound, var_names) -> str | None:
+def _out_target(e: Eqn, roots, var_roots, views, offsets, arena, bound, device) -> str | None:
     if len(e.outputs) != 1:
         return None
     v = e.outputs[0]
@@ -198,7 +198,10 @@ def _out_target(e: Eqn, roots, var_roots, views, offsets, arena, bound, var_name
     if r.kind == "arena":
         if r.id not in views:
             off = offsets[r.id]
-            view = arena[off:off + v.aval.nbytes].view(v.aval.dtype).reshape(v.aval.shape)
+            if arena is None:                 # only empty buffers were planned
+                view = getattr(device, "xp", np).empty(v.aval.shape, v.aval.dtype)
+            else:
+                view = arena[off:off + v.aval.nbytes].view(v.aval.dtype).reshape(v.aval.shape)
             views[r.id] = bound("b", view)
         return views[r.id]
     if r.kind == "input" and r.donated:

@@ -245,3 +245,11 @@ def test_collectives_inside_jit_under_vmap():
     f = fl.vmap(fl.jit(lambda x: x - lax.pmean(x, "i")), axis_name="i")
     x = fnp.asarray(np.arange(6, dtype=np.float32).reshape(3, 2))
     _check_close(f(x), x - fnp.mean(x, axis=0))
+
+
+def test_empty_arrays_and_constant_outputs():
+    out = fl.jit(lambda x: (x * 2.0 + 1.0, fnp.sum(x, axis=0)))(fnp.ones((0, 3)))
+    assert out[0].shape == (0, 3) and out[1].shape == (3,)
+    assert int(fl.jit(lambda x: 3)(1.0)) == 3
+    x, none = fl.jit(lambda x: (x, None))(fnp.ones(2))
+    assert none is None and x.shape == (2,)
