@@ -127,11 +127,12 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _executor() -> ThreadPoolExecutor:
+def _executor(workers: int) -> ThreadPoolExecutor:
+    """The device threads' pool, with room for ``workers`` tasks at once (they wait for each other)."""
     global _pool
     with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="flfun-device")
+        if _pool is None or _pool._max_workers < workers:
+            _pool = ThreadPoolExecutor(max_workers=max(workers, 16), thread_name_prefix="flfun-device")
         return _pool
 
 
@@ -156,7 +157,8 @@ def run_spmd(mesh: Mesh, tasks: list[tuple[int, Callable[[], object]]]) -> list:
         return [call(0)]
     results, errors = [None] * len(tasks), []
     with _blas_threads(max(1, _cores() // len(tasks))):
-        futures = [_executor().submit(call, i) for i in range(1, len(tasks))]
+        pool = _executor(len(tasks) - 1)
+        futures = [pool.submit(call, i) for i in range(1, len(tasks))]
         try:
             results[0] = call(0)
         except BaseException as e:
