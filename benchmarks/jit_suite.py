@@ -57,6 +57,7 @@ def main(only: set[str]) -> str:
         parts.append(markdown_table("W3: MLP training step (ratios to the 8 GEMMs)", rows, w3_mlp.BASE))
         g = _median(rows, "numpy", "8 GEMMs (floor)")
         for peer, variant, limit in (("flfun", "jit step", 1.25), ("flfun", "jit step (donate params)", 1.25),
+                                     ("flfun", "jit step (unplanned)", None),
                                      ("numpy", "step (hand-written)", None), ("torch", "eager step", None),
                                      ("jax", "jit step", None)):
             m = _median(rows, peer, variant)

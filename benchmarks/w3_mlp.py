@@ -171,6 +171,16 @@ def run_flfun():
 
     def eager():
         eager_state[0], _ = flfun_step(eager_state[0], x, y)
+    from flfun.config import config
+    ustate = [params]
+
+    def one_unplanned():
+        ustate[0], _ = step(ustate[0], x, y)
+    config.jit_planned = False          # what the planner buys: every impl allocates its own result
+    try:
+        out["jit step (unplanned)"] = time_fn(one_unplanned, T)
+    finally:
+        config.jit_planned = True
     out["eager step"] = time_fn(eager, T, loops=5)
     return {"variants": {k: timing_dict(v) for k, v in out.items()}, "check": check, "first_call_s": first,
             "plan": plan.totals()}
