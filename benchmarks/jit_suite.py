@@ -31,9 +31,14 @@ def _target(lines, name, value, limit, fmt="{:.2f}x"):
                      f"{'yes' if value <= limit else '**no**'} |")
 
 
-def main(only: set[str]) -> str:
+def main(only: set[str], out_path: str | None = None) -> str:
     parts, targets = [], ["| target | measured | limit | met |", "|---|---|---|---|"]
     load0 = os.getloadavg()
+
+    def flush():               # after every workload, so a run cut short still leaves its results
+        if out_path:
+            with open(out_path, "w") as f:
+                f.write("\n".join(["## Targets so far", "", *targets, ""] + parts))
     if "W1" in only:
         rows = run_workload("benchmarks.w1_dispatch", PEERS, "numpy/chain")
         parts.append(markdown_table("W1: dispatch, 100 float32 elements", rows, "numpy/chain"))
@@ -42,6 +47,7 @@ def main(only: set[str]) -> str:
         jj = _median(rows, "jax", "jit chain")
         if jj and nc:
             targets.append(f"| (JAX jit chain / numpy) | {jj / nc:.2f}x | | |")
+    flush()
     if "W2" in only:
         base = "numpy/floor (hand-written)"
         rows = run_workload("benchmarks.w2_small_grad", PEERS, base)
@@ -51,6 +57,7 @@ def main(only: set[str]) -> str:
         jj = _median(rows, "jax", "jit(grad)")
         if jj and f:
             targets.append(f"| (JAX jit(grad) / floor) | {jj / f:.2f}x | | |")
+    flush()
     if "W3" in only:
         from benchmarks import w3_mlp
         rows, extras = run_rows("benchmarks.w3_mlp", PEERS, w3_mlp.BASE)
@@ -73,6 +80,7 @@ def main(only: set[str]) -> str:
         if "flfun" in extras:
             _target(targets, "W3 first jit call (trace + passes + plan + code)", extras["flfun"]["first_call_s"],
                     0.3, "{:.3f} s")
+    flush()
     if "W4" in only:
         from benchmarks import w4_per_example
         rows, _ = run_rows("benchmarks.w4_per_example", PEERS, w4_per_example.BASE)
@@ -82,6 +90,7 @@ def main(only: set[str]) -> str:
         jj = _median(rows, "jax", "jit(vmap(grad))")
         if jj and f:
             targets.append(f"| (JAX jit(vmap(grad)) / floor) | {jj / f:.2f}x | | |")
+    flush()
     if "W7" in only:
         from benchmarks import w7_memory
         from benchmarks.harness import available, run_peer
@@ -92,6 +101,7 @@ def main(only: set[str]) -> str:
             a = f["arena"]["auto"]
             _target(targets, f"W7 {name} planned arena / lower bound", a / f["lower_bound"], 1.05, "{:.3f}x")
             _target(targets, f"W7 {name} planned arena / naive", a / f["naive"], 0.35, "{:.3f}x")
+    flush()
     load1 = os.getloadavg()
     head = [f"# flfun jit benchmarks ({time.strftime('%Y-%m-%d %H:%M')}, {platform.machine()}, "
             f"{os.cpu_count()} CPUs; load average {load0[0]:.2f} at start, {load1[0]:.2f} at end)", "",
@@ -104,7 +114,7 @@ if __name__ == "__main__":
     ap.add_argument("--only", default="W1,W2,W3,W4,W7")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "JIT_RESULTS.md"))
     args = ap.parse_args()
-    text = main(set(args.only.split(",")))
+    text = main(set(args.only.split(",")), args.out)
     with open(args.out, "w") as f:
         f.write(text)
     print(text)
