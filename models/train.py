@@ -316,10 +316,11 @@ def train(args: argparse.Namespace) -> dict:
             t_first = t_mark = now             # the first step includes tracing and compiling
             n_mark = step + 1
         elif time_limit and not parallel and (step + 1 - start) % _CALIBRATION_STEPS == 0:
-            # re-estimate the speed over the recent steps; shorten the schedule when it no longer fits, so
-            # that the learning rate still decays fully within the budget
-            fit = _steps_within(time_limit - (now - t_train), (step + 1 - n_mark) / (now - t_mark), step + 1)
-            if fit < (steps if steps == steps_planned else 0.97 * steps):
+            # re-estimate the speed over the recent steps and re-plan the schedule (by more than 10%, never
+            # beyond --steps, not in the last fifth) so that the learning rate still decays within the budget
+            fit = min(_steps_within(time_limit - (now - t_train), (step + 1 - n_mark) / (now - t_mark), step + 1),
+                      steps_planned)
+            if abs(fit - steps) > 0.1 * steps and step + 1 < 0.8 * steps:
                 steps = fit
                 opt = make_optimizer(steps, lr, wd, d["warmup"])
                 step_fn = make_step(task.loss_fn, opt, use_jit)
