@@ -163,3 +163,11 @@ def test_time_budget_shortens_the_schedule(tmp_path):
     m = json.load(open(os.path.join(out, "metrics.json")))
     assert m["steps_planned"] == 100000 and 20 <= m["steps"] < 100000 and m["time_limit_s"] == 2.0
     assert m["train_time_s"] < 2.0 + 1.5
+
+
+def test_profile_option(tmp_path):
+    out = str(tmp_path / "out")
+    run_cli(["cnn", "--steps", "12", "--batch-size", "16", "--profile", "--out", out, "--no-progress"])
+    table = open(os.path.join(out, "profile.txt")).read()
+    assert "conv_general_dilated" in table
+    assert json.load(open(os.path.join(out, "trace.json")))
