@@ -102,7 +102,7 @@ def test_every_primitive_has_its_rules_and_a_record():
 
 LINEAR = ["neg", "add", "sub", "convert_element_type", "select_n", "broadcast_in_dim", "reshape", "transpose",
           "reduce_sum", "slice", "pad", "squeeze", "expand_dims", "rev", "concatenate", "dynamic_slice",
-          "dynamic_update_slice", "cumsum"]
+          "dynamic_update_slice", "cumsum", "gather", "scatter"]
 
 
 @pytest.mark.parametrize("name", LINEAR)

@@ -42,7 +42,8 @@ def full(shape, fill_value, dtype):
     elif fill_value.dtype != dtype:
         from flfun.primitives.elementwise import convert_element_type
         fill_value = convert_element_type(fill_value, dtype)
-    return broadcast_in_dim(fill_value, tuple(shape), ())
+    shape = tuple(shape)
+    return fill_value if shape == () and fill_value.shape == () else broadcast_in_dim(fill_value, shape, ())
 
 
 # -------------------------------------------------------------------------------------------- broadcast_in_dim
@@ -96,8 +97,11 @@ def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int
         >>> lax.broadcast_in_dim(fnp.arange(3.0), (2, 3), (1,)).shape
         (2, 3)
     """
-    return bind(broadcast_in_dim_p, x, shape=tuple(int(d) for d in shape),
-                broadcast_dimensions=tuple(int(d) for d in broadcast_dimensions))
+    shape = tuple(int(d) for d in shape)
+    broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
+    if shape == tuple(x.shape) and broadcast_dimensions == tuple(range(len(shape))):
+        return x
+    return bind(broadcast_in_dim_p, x, shape=shape, broadcast_dimensions=broadcast_dimensions)
 
 
 # ------------------------------------------------------------------------------------------------------ reshape
