@@ -375,11 +375,16 @@ def test_impls_write_into_out():
     assert dot(a, b, dimension_numbers=(((2,), (0,)), ((0,), (1,))), out=out) is out
     _close(out, np.einsum("bik,kbj->bij", a, b))
     conv = primitives.get("conv_general_dilated").impls["numpy"]
-    x, w = _rand((2, 3, 5, 5)), _rand((4, 3, 3, 3))
+    for c in (3, 4):     # thin GEMMs per example (C*K <= 32) and one wide GEMM
+        _check_conv_out(conv, _rand((2, c, 5, 5)), _rand((4, c, 3, 3)))
+
+
+def _check_conv_out(conv, x, w):
     dn = lax.conv_dimension_numbers(4, None)
     params = {"window_strides": (1, 1), "padding": ((1, 1), (1, 1)), "lhs_dilation": (1, 1),
               "rhs_dilation": (1, 1), "dimension_numbers": dn, "feature_group_count": 1, "batch_group_count": 1}
     expected = conv(x, w, **params)
+    _close(expected, conv_ref(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1), None, 1, 1))
     out = np.empty(expected.shape)
     assert conv(x, w, out=out, **params) is out
     _close(out, expected)

@@ -146,6 +146,12 @@ def _conv(xp):
             layout = "sck"                                   # rows (n, *O), columns (c, *K)
         else:
             layout = "cks"                                   # rows (c, *K), columns (n, *O)
+        if layout == "cks" and BG == 1 and Cg * K <= 32:   # thin GEMMs, one per example (BLAS runs them unthreaded)
+            cols, wm = xp.reshape(win, (Nb, Cg * K, S)), xp.reshape(w, (O, Cg * K))
+            if out is not None and out.flags.c_contiguous and final == tuple(range(ns + 2)):
+                xp.matmul(wm, cols, out=xp.reshape(out, (Nb, O, S)))
+                return out
+            return _finish(xp, xp.transpose(xp.reshape(xp.matmul(wm, cols), (Nb, O) + osz), final), out)
         if layout == "skc":
             wm = xp.reshape(xp.transpose(w, (0,) + tuple(range(2, 2 + ns)) + (1,)), (BG, O // BG, K * Cg))
             cols = xp.reshape(xp.transpose(win, (0, 2, 1) + oax + kax + (3,)), (BG, Nb * S, K * Cg))
