@@ -237,8 +237,11 @@ class MemoryPlan:
         ax.set_ylim(0, max(self.arena_bytes, self.lower_bound, 1) * scale * 1.08)
         ax.set_xlabel("program point (equation index)")
         ax.set_ylabel("arena offset (MiB)")
-        ax.set_title(title or f"memory plan ({self.strategy}): naive {_mib(self.naive_bytes)}, "
-                              f"{len(self.buffers)} buffers, {self.inplace_hits} in-place")
+        lb, nv = max(self.lower_bound, 1), max(self.naive_bytes, 1)
+        ax.set_title(title or f"memory plan ({self.strategy}): arena {_mib(self.arena_bytes)} = "
+                              f"{self.arena_bytes / lb:.3f}x lower bound, {self.arena_bytes / nv:.3f}x naive "
+                              f"({_mib(self.naive_bytes)})\n{len(self.buffers)} buffers over {self.num_eqns} "
+                              f"equations, {self.inplace_hits} in-place", fontsize=9)
         ax.legend(loc="upper right", fontsize=8)
         fig.tight_layout()
         fig.savefig(path, dpi=130)
