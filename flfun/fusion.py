@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import itertools
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -175,7 +175,7 @@ class FusionGroup:
         """The reference semantics: the members' numpy impls, in order (results copied into ``out``'s buffers
         where given, after every input has been read)."""
         env = {v.id: a for v, a in zip(self.inputs, args)}
-        read = lambda v: v.val if type(v) is Literal else env[v.id]  # noqa: E731
+        read = lambda v: v.val if type(v) is Literal else env[v.id]
         for e in self.eqns + ([self.reduction] if self.reduction is not None else []):
             env[e.outputs[0].id] = e.prim.impls["numpy"](*[read(v) for v in e.inputs], **e.params)
         res = [env[v.id] for v in self.outputs]
@@ -341,7 +341,7 @@ def fuse_elementwise(program: Program, can_fuse: Callable[[Eqn], bool] = fusible
         pos = red if red is not None else ms[-1]
         at[pos] = Eqn(FusedPrimitive(group), tuple(group.inputs), tuple(outputs), {})
         skip.update(mset)
-    new = [at[i] if i in at else e for i, e in enumerate(eqns) if i in at or i not in skip]
+    new = [at.get(i, e) for i, e in enumerate(eqns) if i in at or i not in skip]
     return Program(list(program.constvars), list(program.invars), new, list(program.outvars))
 
 
@@ -350,7 +350,7 @@ def fuse_elementwise(program: Program, can_fuse: Callable[[Eqn], bool] = fusible
 class KernelSource:
     """C code of one fused group: ``in_params`` / ``out_params`` in cupy's ``"float32 in0, bool in1"`` form, the
     per-element ``body`` (reads ``in<k>``, writes ``out<j>``), and for a reduction group ``map_expr`` (a call of the
-    ``preamble``'s device function), ``reduce_expr``, ``identity`` and ``reduce_type``."""
+    ``preamble``'s device function), ``reduce_expr``, ``identity`` and ``reduce_type`` (a C type)."""
     name: str
     in_params: str
     out_params: str
@@ -407,8 +407,19 @@ def kernel_source(group: FusionGroup) -> KernelSource:
         else:
             info = np.iinfo(dt)
             ident = c_literal(info.min if big else info.max, dt)
-    return KernelSource(group.name, in_params, out_params, "out0 = a", preamble, call, red, ident, dt.name)
+    return KernelSource(group.name, in_params, out_params, "out0 = a", preamble, call, red, ident, ct)
 
 
-__all__ = ["FusionGroup", "FusedPrimitive", "KernelSource", "c_expression", "c_literal", "find_groups",
-           "fuse_elementwise", "fusible", "kernel_source", "register_kernel_builder", "KERNEL_BUILDERS"]
+__all__ = [
+    "KERNEL_BUILDERS",
+    "FusedPrimitive",
+    "FusionGroup",
+    "KernelSource",
+    "c_expression",
+    "c_literal",
+    "find_groups",
+    "fuse_elementwise",
+    "fusible",
+    "kernel_source",
+    "register_kernel_builder",
+]

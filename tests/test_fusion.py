@@ -12,20 +12,29 @@ import tempfile
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from random_programs import programs
 
 import flfun.numpy as fnp
 from flfun import lax
 from flfun.core import ShapedArray
 from flfun.executor import Executable
-from flfun.fusion import (C_TYPES, FusedPrimitive, c_literal, find_groups, fuse_elementwise, fusible,
-                          kernel_source)
-from flfun.ir import Literal, Var, eval_program, typecheck
+from flfun.fusion import (
+    C_TYPES,
+    FusedPrimitive,
+    c_literal,
+    find_groups,
+    fuse_elementwise,
+    fusible,
+    kernel_source,
+)
+from flfun.ir import Literal, typecheck
 from flfun.passes import optimize
-from flfun.primitives import reduce as R, shape as S
+from flfun.primitives import reduce as R
+from flfun.primitives import shape as S
 from flfun.transforms.jit import close_program
 from flfun.transforms.staging import trace_to_program
-from random_programs import programs
 
 F32 = np.float32
 SHAPE = (3, 4)
@@ -61,7 +70,7 @@ def _one(c, like):
 
 
 def _unary(op, a):
-    p = lambda x: lax.add(lax.abs(x), _one(1.0, x))  # noqa: E731
+    p = lambda x: lax.add(lax.abs(x), _one(1.0, x))
     table = {"exp_t": lambda: lax.exp(lax.tanh(a)), "log_p": lambda: lax.log(p(a)), "sqrt_a": lambda: lax.sqrt(lax.abs(a)),
              "rsqrt_p": lambda: lax.rsqrt(p(a)), "expm1_t": lambda: lax.expm1(lax.tanh(a)),
              "log1p_a": lambda: lax.log1p(lax.abs(a)), "asin_t": lambda: lax.asin(lax.tanh(a)),
@@ -73,7 +82,7 @@ def _unary(op, a):
 
 
 def _binary(op, a, b):
-    p = lambda x: lax.add(lax.abs(x), _one(0.5, x))  # noqa: E731
+    p = lambda x: lax.add(lax.abs(x), _one(0.5, x))
     if op == "div_p":
         return lax.div(a, p(b))
     if op == "pow_p":
@@ -287,7 +296,7 @@ def _harness(group) -> str:
         store = "".join(f"    (({_ctype(v)}*)out[{j}])[i] = out{j};\n" for j, v in enumerate(group.outputs))
         return (_PRELUDE + f'extern "C" void run(void** in, void** out, long n, long r) {{\n'
                 f"  for (long i = 0; i < n; ++i) {{\n{loads}{decl}    {{\n{ks.body}\n    }}\n{store}  }}\n}}\n")
-    ct = C_TYPES[ks.reduce_type]
+    ct = ks.reduce_type
     return (_PRELUDE + ks.preamble + f'extern "C" void run(void** in, void** out, long n, long r) {{\n'
             f"  for (long o = 0; o < n; ++o) {{\n    {ct} a = {ks.identity};\n"
             f"    for (long i = o * r; i < (o + 1) * r; ++i) {{\n{loads}"
@@ -324,7 +333,7 @@ def _run_c(group, args):
         outs = [np.empty(group.outputs[0].aval.shape, group.outputs[0].aval.dtype)]
         n, r = outs[0].size, int(np.prod([shape[d] for d in axes]))
     run = _compile(_harness(group))
-    ptrs = lambda arrs: (ctypes.c_void_p * max(len(arrs), 1))(*[a.ctypes.data for a in arrs])  # noqa: E731
+    ptrs = lambda arrs: (ctypes.c_void_p * max(len(arrs), 1))(*[a.ctypes.data for a in arrs])
     run(ptrs(bins), ptrs(outs), ctypes.c_long(n), ctypes.c_long(r))
     return outs
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 MAX_GRAPHS = 4
 MAX_KEYS = 4
@@ -31,7 +32,7 @@ class CaptureError(RuntimeError):
 
 
 class _Captured:
-    __slots__ = ("graph", "outs", "keep", "staging")
+    __slots__ = ("graph", "keep", "outs", "staging")
 
     def __init__(self, graph, outs, keep, staging=None):
         self.graph, self.outs, self.keep, self.staging = graph, outs, keep, staging
@@ -158,6 +159,10 @@ class CupyGraphAPI:
             keep.append(mem)
             return mem
         with self.capture_conditions(), cp.cuda.using_allocator(malloc), s:
+            with contextlib.suppress(Exception):   # point flfun's cuBLAS handle at s before, not during, capture
+                from flfun.backends.cuda import cublas
+                from flfun.config import config
+                cublas.handle(cp, self.device_id).prepare(config.tf32)
             s.begin_capture()
             try:
                 outs = fn()
@@ -167,7 +172,7 @@ class CupyGraphAPI:
                 raise CaptureError(f"{type(e).__name__}: {e}") from e
             try:
                 graph = s.end_capture()
-            except Exception as e:  # noqa: BLE001 - the capture was invalidated
+            except Exception as e:
                 raise CaptureError(f"{type(e).__name__}: {e}") from e
         return graph, outs, keep
 
@@ -190,4 +195,4 @@ class CupyGraphAPI:
             self.cp.copyto(dst, src)
 
 
-__all__ = ["CaptureError", "CupyGraphAPI", "GraphRunner", "MAX_GRAPHS", "MAX_KEYS"]
+__all__ = ["MAX_GRAPHS", "MAX_KEYS", "CaptureError", "CupyGraphAPI", "GraphRunner"]
