@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import itertools
 import os
 import sys
 from math import prod
@@ -155,7 +156,7 @@ def _batch_stride(x, nbatch: int):
     dims = [(n, s) for n, s in zip(x.shape[:nbatch], x.strides[:nbatch]) if n != 1]
     if not dims:
         return 0
-    for (n1, s1), (n2, s2) in zip(dims, dims[1:]):
+    for (_, s1), (n2, s2) in itertools.pairwise(dims):
         if s1 != s2 * n2:
             return None
     s = dims[-1][1]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +55,7 @@ def plan(program: Program, backend: str, donated: tuple = (), strategy: str = "a
 
 
 def compile_program(closed: ClosedProgram, device, donated: tuple = (), strategy: str = "auto"
-                    ) -> "DeviceExecutable":
+                    ) -> DeviceExecutable:
     """The executable of ``closed`` on ``device`` (cached on the program, keyed by the registry version and the
     fusion / planning switches)."""
     key = ("device-exe", device, core.registry_version, config.jit_planned, config.fusion, donated, strategy)

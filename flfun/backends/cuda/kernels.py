@@ -4,7 +4,7 @@ on first launch. A kernel impl is ``impl(*inputs, out=None | tuple of buffers) -
 output buffers are allocated."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from flfun.fusion import FusionGroup, kernel_source
 
