@@ -42,7 +42,13 @@ class Mesh:
         self.devices, self.names, self.shape = tuple(devices), tuple(names), tuple(shape)
         me = process_index()
         self.local = [(g, d) for g, d in enumerate(self.devices) if d.process_index == me]
+        firsts = sorted({int(np.unravel_index(g, self.shape)[0]) for g, _ in self.local})
+        #: local device index -> which shard (along the first axis) of this process's inputs it runs
+        self.outer = {g: firsts.index(int(np.unravel_index(g, self.shape)[0])) for g, _ in self.local}
+        #: positions in ``local`` of the devices whose other coordinates are 0: they hand back the outputs
+        self.heads = [i for i, (g, _) in enumerate(self.local) if not any(np.unravel_index(g, self.shape)[1:])]
         self._comms: dict = {}
+        self._contexts: dict = {}
         self._lock = threading.Lock()
 
     def __repr__(self):
@@ -68,8 +74,11 @@ class Mesh:
 
     def context(self, g: int) -> dict:
         """The collective context of global device index ``g``: ``{name: (communicator, member index)}``."""
+        ctx = self._contexts.get(g)
+        if ctx is not None:
+            return ctx
         coords = np.unravel_index(g, self.shape)
-        ctx = {}
+        ctx = self._contexts[g] = {}
         with self._lock:
             for k, name in enumerate(self.names):
                 key, members = self._group(g, k)

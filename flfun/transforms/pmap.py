@@ -20,8 +20,7 @@ from flfun.distributed.spmd import Mesh
 from flfun.ir import ClosedProgram
 from flfun.primitives.common import moveaxis
 from flfun.sharded import ShardedArray
-from flfun.transforms.pmap_call import (SpmdAxisTrace, _enclosing_frame, _execute, _Frame, _head_indices,
-                                        pmap_p)
+from flfun.transforms.pmap_call import SpmdAxisTrace, _enclosing_frame, _execute, _Frame, pmap_p
 from flfun.transforms.call import close_program, compile_program
 from flfun.transforms.staging import trace_to_program
 from flfun.tree import broadcast_prefix, tree_flatten, tree_unflatten
@@ -29,10 +28,11 @@ from flfun.tree import broadcast_prefix, tree_flatten, tree_unflatten
 
 # ---------------------------------------------------------------------------------------------------- pmap
 class _Traced:
-    __slots__ = ("closed", "out_tree", "mesh_axes", "tracers")
+    __slots__ = ("closed", "out_tree", "mesh_axes", "tracers", "out_axes")
 
     def __init__(self, closed, out_tree, mesh_axes, tracers):
         self.closed, self.out_tree, self.mesh_axes, self.tracers = closed, out_tree, mesh_axes, tracers
+        self.out_axes = None
 
 
 class _Unnamed:
@@ -169,6 +169,11 @@ class PmapFunction:
 
     def _mesh(self, n_global: int, inner: tuple) -> Mesh:
         from flfun.devices import devices as all_devices
+        hit = self._meshes.get((n_global, inner))
+        if hit is not None:
+            avail = self.devices if self.devices is not None else all_devices()
+            if len(avail) >= len(hit.devices) and all(a is b for a, b in zip(avail, hit.devices)):
+                return hit
         shape = (n_global,) + tuple(s for _, s in inner)
         names = (self.axis_name,) + tuple(nm for nm, _ in inner)
         need = int(np.prod(shape))
@@ -188,6 +193,7 @@ class PmapFunction:
         mesh = self._meshes.get(key)
         if mesh is None:
             mesh = self._meshes[key] = Mesh(devs, names, shape)
+        self._meshes[(n_global, inner)] = mesh
         return mesh
 
     def _call(self, args, static, static_pos, leaves, in_tree, axes, n):
@@ -195,11 +201,12 @@ class PmapFunction:
         avals = tuple(_shard_aval(x, a) for x, a in zip(leaves, axes))
         traced = self._trace(in_tree, avals, axes, static, args, static_pos, n_global)
         mesh = self._mesh(n_global, traced.mesh_axes)
-        out_avals = traced.closed.out_avals
-        out_axes = self._out_axes(traced.out_tree, out_avals)
-        p_out_axes = tuple(None if a is None else 0 for a in out_axes)
+        if traced.out_axes is None:
+            out_axes = self._out_axes(traced.out_tree, traced.closed.out_avals)
+            traced.out_axes = out_axes, tuple(None if a is None else 0 for a in out_axes)
+        out_axes, p_out_axes = traced.out_axes
         if _state.eager and not traced.tracers and not any(isinstance(x, Tracer) for x in leaves):
-            heads = [mesh.local[i][1] for i in _head_indices(mesh)]
+            heads = [mesh.local[i][1] for i in mesh.heads]
             inputs = [_shards_of(x, a, heads) if a is not None else _replicated(x, av)
                       for x, a, av in zip(leaves, axes, avals)]
             outs, head_devs = _execute(traced.closed, mesh, inputs, p_out_axes)

@@ -97,18 +97,11 @@ def _executables(closed: ClosedProgram, mesh: Mesh) -> dict:
     return exes
 
 
-def _outer_positions(mesh: Mesh) -> dict[int, int]:
-    """Local device index -> position of its first mesh coordinate among this process's (its shard)."""
-    firsts = sorted({int(np.unravel_index(g, mesh.shape)[0]) for g, _ in mesh.local})
-    pos = {c: i for i, c in enumerate(firsts)}
-    return {g: pos[int(np.unravel_index(g, mesh.shape)[0])] for g, _ in mesh.local}
-
-
 def _execute(closed: ClosedProgram, mesh: Mesh, inputs: list, out_axes: tuple) -> tuple[list, list]:
     """Run ``closed`` on every local device of ``mesh``. ``inputs[i]`` is a list of per-shard raw buffers
     (mapped) or one raw buffer (replicated). Returns, per output, the per-shard buffers (mapped) or device 0's
     buffer, and the devices holding the mapped shards."""
-    outer = _outer_positions(mesh)
+    outer = mesh.outer
     exes = _executables(closed, mesh)
 
     def task(g, dev):
@@ -120,7 +113,7 @@ def _execute(closed: ClosedProgram, mesh: Mesh, inputs: list, out_axes: tuple) -
 
     tasks = [(g, functools.partial(task, g, d)) for g, d in mesh.local]
     results = run_spmd(mesh, tasks)
-    heads = [i for i, (g, _) in enumerate(mesh.local) if not any(np.unravel_index(g, mesh.shape)[1:])]
+    heads = mesh.heads
     outs = [[results[i][j] for i in heads] if ax is not None else results[0][j] for j, ax in enumerate(out_axes)]
     return outs, [mesh.local[i][1] for i in heads]
 
@@ -131,19 +124,15 @@ pmap_p = Primitive("pmap", multiple_results=True)
 
 @pmap_p.def_abstract_eval
 def _pmap_abstract_eval(*avals, program, mesh, in_axes, out_axes, name):
-    n = len(_heads(mesh))
+    n = len(mesh.heads)
     for a, ax in zip(avals, in_axes):
         if ax is not None and (not a.shape or a.shape[0] != n):
             raise ValueError(f"pmap: a mapped operand is {core.short(a)}, but {name} runs {n} shards here")
     return [a.update(shape=(n,) + a.shape) if ax is not None else a for a, ax in zip(program.out_avals, out_axes)]
 
 
-def _heads(mesh: Mesh) -> set:
-    return set(_outer_positions(mesh).values())
-
-
 def _pmap_impl(*vals, program, mesh, in_axes, out_axes, name):
-    n = len(_heads(mesh))
+    n = len(mesh.heads)
     inputs = [[v[k] for k in range(n)] if ax is not None else v for v, ax in zip(vals, in_axes)]
     outs, _ = _execute(program, mesh, inputs, out_axes)
     return [np.stack([np.asarray(s) for s in o]) if ax is not None else o for o, ax in zip(outs, out_axes)]
@@ -251,10 +240,6 @@ def _pmap_batch(frame, args, dims, *, program, mesh, in_axes, out_axes, name):
     outs = pmap_p.bind(*new_args, program=bclosed, mesh=mesh, in_axes=in_axes, out_axes=out_axes,
                        name=f"vmap({name})")
     return outs, [not_mapped if not m else (1 if ax is not None else 0) for m, ax in zip(mapped, out_axes)]
-
-
-def _head_indices(mesh: Mesh) -> list[int]:
-    return [i for i, (g, _) in enumerate(mesh.local) if not any(np.unravel_index(g, mesh.shape)[1:])]
 
 
 __all__ = ["pmap_p", "SpmdAxisTrace", "Mesh"]
