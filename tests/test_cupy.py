@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from fake_cuda import (FakeGraphAPI, FakeCublas, HostArray, HostElementwiseKernel,
+                       HostReductionKernel, host_array)
 from random_programs import programs
 
 import flfun as fl
@@ -21,7 +23,7 @@ from flfun import lax
 from flfun.backends import get_backend
 from flfun.backends.cuda import cublas
 from flfun.backends.cuda.executor import DeviceExecutable, generate, plan
-from flfun.backends.cuda.graphs import MAX_KEYS, CaptureError, GraphRunner
+from flfun.backends.cuda.graphs import MAX_KEYS, GraphRunner
 from flfun.config import config
 from flfun.executor import Executable
 from flfun.fusion import FusedPrimitive, fuse_elementwise
@@ -164,43 +166,6 @@ def test_plan_gives_each_output_of_a_fused_kernel_its_own_buffer():
 
 
 # --------------------------------------------------------------------------------- graphs, with a fake device
-class FakeGraphAPI:
-    """Numpy stand-in for the device: a 'graph' re-runs the captured function and writes the captured output
-    buffers, as replaying kernels would; capture itself leaves the inputs untouched, as on a GPU."""
-
-    def __init__(self, fail: bool = False):
-        self.fail, self.launched, self.copies = fail, 0, 0
-
-    key = staticmethod(lambda a: (a.__array_interface__["data"][0], a.strides))
-    pin = staticmethod(lambda a: a)
-    capture_conditions = staticmethod(contextlib.nullcontext)
-
-    def capture(self, fn, args=()):
-        if self.fail:
-            raise CaptureError("fake: this step cannot be captured")
-        saved = [a.copy() for a in args]
-        outs = [o if isinstance(o, np.ndarray) else np.asarray(o) for o in fn()]   # cupy has no scalars
-        for a, s in zip(args, saved):
-            a[...] = s                     # capture records, it does not run
-        return (fn, outs), outs, []
-
-    def launch(self, graph):
-        fn, bufs = graph
-        self.launched += 1
-        for b, n in zip(bufs, fn()):
-            if b is not n:
-                b[...] = n
-
-    def copy(self, a):
-        self.copies += 1
-        return a.copy()
-
-    empty_like = staticmethod(np.empty_like)
-
-    def copy_into(self, dst, src):
-        dst[...] = src
-
-
 def _sgd():
     def run(w, x):
         g = 2 * x * (w * x).sum()
@@ -473,81 +438,24 @@ def test_scalars_follow_the_device_of_the_other_operands():
 
 
 # ------------------------------------------------------------------- cuBLAS argument mapping, on host memory
-class _HostArray(np.ndarray):
-    """A numpy array that answers cupy's ``.data.ptr`` and ``.device.id`` (for the fake cuBLAS below)."""
-
-    @property
-    def data(self):
-        return type("Ptr", (), {"ptr": self.__array_interface__["data"][0]})()
-
-    @property
-    def device(self):
-        return type("Dev", (), {"id": 0})()
-
-
-def _colmajor(ptr, rows, cols, ld, dtype):
-    """The column-major ``rows x cols`` matrix with leading dimension ``ld`` at address ``ptr``."""
-    import ctypes
-    if rows == 0 or cols == 0:
-        return np.zeros((rows, cols), dtype)
-    n = (rows - 1) + (cols - 1) * ld + 1
-    ct = ctypes.c_float if dtype == np.float32 else ctypes.c_double
-    buf = np.ctypeslib.as_array((ct * n).from_address(ptr))
-    return np.lib.stride_tricks.as_strided(buf, (rows, cols), (buf.itemsize, buf.itemsize * ld))
-
-
-class _FakeCublas:
-    """cuBLAS's column-major GEMM semantics on host memory: reads and writes exactly what the real one would."""
-
-    def __init__(self, dtype):
-        self.dtype, self.calls = dtype, []
-
-    def _gemm(self, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, sa=0, sb=0, sc=0, batch=1):
-        self.calls.append((ta, tb, m, n, k, lda, ldb, ldc, batch))
-        for i in range(batch):
-            a = _colmajor(A + i * sa * np.dtype(self.dtype).itemsize, *((m, k) if ta == 0 else (k, m)), lda,
-                          self.dtype)
-            b = _colmajor(B + i * sb * np.dtype(self.dtype).itemsize, *((k, n) if tb == 0 else (n, k)), ldb,
-                          self.dtype)
-            c = _colmajor(C + i * sc * np.dtype(self.dtype).itemsize, m, n, ldc, self.dtype)
-            assert lda >= max(1, m if ta == 0 else k) and ldb >= max(1, k if tb == 0 else n) and ldc >= max(1, m)
-            c[...] = (a if ta == 0 else a.T) @ (b if tb == 0 else b.T)
-        return 0
-
-    def cublasSgemm_v2(self, h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc):
-        return self._gemm(ta, tb, m, n, k, A, lda, B, ldb, C, ldc)
-
-    cublasDgemm_v2 = cublasSgemm_v2
-
-    def cublasSgemmStridedBatched(self, h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc,
-                                  batch):
-        return self._gemm(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, sa, sb, sc, batch)
-
-    cublasDgemmStridedBatched = cublasSgemmStridedBatched
-
-
 @pytest.fixture
 def fake_cublas(monkeypatch):
     import types
-    host = lambda f: lambda *a, **k: np.asarray(f(*a, **k)).view(_HostArray)  # noqa: E731
+    host = lambda f: lambda *a, **k: np.asarray(f(*a, **k)).view(HostArray)  # noqa: E731
     fake_cp = types.SimpleNamespace(
-        ascontiguousarray=host(np.ascontiguousarray), empty=host(np.empty), ones=host(np.ones), ndarray=_HostArray,
+        ascontiguousarray=host(np.ascontiguousarray), empty=host(np.empty), ones=host(np.ones), ndarray=HostArray,
         transpose=np.transpose, reshape=np.reshape, swapaxes=np.swapaxes, asarray=host(np.asarray),
         copyto=np.copyto, cuda=types.SimpleNamespace(Device=lambda i: contextlib.nullcontext()))
     libs = {}
 
     def handle(cp, device_id):
-        h = types.SimpleNamespace(ptr=None, prepare=lambda tf32: None, lib=libs.setdefault("lib", _FakeCublas(
+        h = types.SimpleNamespace(ptr=None, prepare=lambda tf32: None, lib=libs.setdefault("lib", FakeCublas(
             np.float32)), one={np.dtype(d): 1 for d in (np.float32, np.float64)},
             zero={np.dtype(d): 0 for d in (np.float32, np.float64)})
         return h
     monkeypatch.setattr(cublas, "handle", handle)
     monkeypatch.setattr(cublas.ctypes, "byref", lambda x: x)
     return fake_cp, libs
-
-
-def _host(a):
-    return np.asarray(a).view(_HostArray)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -558,9 +466,9 @@ def test_cublas_gemm_maps_row_major_products_onto_column_major_calls(fake_cublas
     rng = np.random.default_rng(m * 100 + k * 10 + n)
     a = rng.standard_normal((k, m) if lt else (m, k)).astype(dtype)
     b = rng.standard_normal((n, k) if rt else (k, n)).astype(dtype)
-    libs["lib"] = _FakeCublas(dtype)
-    av, bv = (_host(a).T if lt else _host(a)), (_host(b).T if rt else _host(b))
-    c = np.full((m, n), np.nan, dtype).view(_HostArray)
+    libs["lib"] = FakeCublas(dtype)
+    av, bv = (host_array(a).T if lt else host_array(a)), (host_array(b).T if rt else host_array(b))
+    c = np.full((m, n), np.nan, dtype).view(HostArray)
     cublas.gemm(fake_cp, av, bv, c, False)
     np.testing.assert_allclose(np.asarray(c), np.asarray(av) @ np.asarray(bv), rtol=1e-5)
 
@@ -573,17 +481,17 @@ def test_cublas_batched_gemm(fake_cublas, case):
     a = rng.standard_normal((B, H, M, K)).astype(np.float32)
     b = rng.standard_normal((B, H, K, N)).astype(np.float32)
     if case == "transposed":      # column-major matrices inside each batch
-        av = _host(np.ascontiguousarray(a.swapaxes(-1, -2))).swapaxes(-1, -2)
-        bv = _host(np.ascontiguousarray(b.swapaxes(-1, -2))).swapaxes(-1, -2)
+        av = host_array(np.ascontiguousarray(a.swapaxes(-1, -2))).swapaxes(-1, -2)
+        bv = host_array(np.ascontiguousarray(b.swapaxes(-1, -2))).swapaxes(-1, -2)
     elif case == "heads":         # (B, M, H, K) stored, viewed as (B, H, M, K): batch dims do not merge
-        av = _host(np.ascontiguousarray(a.transpose(0, 2, 1, 3))).transpose(0, 2, 1, 3)
-        bv = _host(b)
+        av = host_array(np.ascontiguousarray(a.transpose(0, 2, 1, 3))).transpose(0, 2, 1, 3)
+        bv = host_array(b)
     elif case == "broadcast":
-        av = np.broadcast_to(_host(a[:1, :1]), a.shape).view(_HostArray)
-        bv = _host(b)
+        av = np.broadcast_to(host_array(a[:1, :1]), a.shape).view(HostArray)
+        bv = host_array(b)
     else:
-        av, bv = _host(a), _host(b)
-    c = np.full((B, H, M, N), np.nan, np.float32).view(_HostArray)
+        av, bv = host_array(a), host_array(b)
+    c = np.full((B, H, M, N), np.nan, np.float32).view(HostArray)
     cublas.gemm(fake_cp, av, bv, c, False)
     np.testing.assert_allclose(np.asarray(c), np.asarray(av) @ np.asarray(bv), rtol=1e-5)
     assert libs["lib"].calls[-1][-1] == B * H
@@ -596,7 +504,7 @@ def test_cublas_dot_general_and_sums_match_numpy(fake_cublas, data):
     numbers and axes, against the numpy impls."""
     from flfun.backends.xp import linalg, reduce
     fake_cp, libs = fake_cublas
-    libs["lib"] = _FakeCublas(np.float32)
+    libs["lib"] = FakeCublas(np.float32)
     ref = {**linalg.impls(np), **reduce.impls(np)}
     impls = cublas.impls(fake_cp, ref)
     nb, nc, nl, nr = (data.draw(st.integers(0, 2)) for _ in range(4))
@@ -614,17 +522,17 @@ def test_cublas_dot_general_and_sums_match_numpy(fake_cublas, data):
     rng = np.random.default_rng(len(sizes))
     lhs = rng.standard_normal(lshape).astype(np.float32)
     rhs = rng.standard_normal(rshape).astype(np.float32)
-    got = impls["dot_general"](_host(lhs), _host(rhs), dimension_numbers=dn)
+    got = impls["dot_general"](host_array(lhs), host_array(rhs), dimension_numbers=dn)
     want = ref["dot_general"](lhs, rhs, dimension_numbers=dn)
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
-    out = np.empty(want.shape, np.float32).view(_HostArray)
-    assert impls["dot_general"](_host(lhs), _host(rhs), dimension_numbers=dn, out=out) is out
+    out = np.empty(want.shape, np.float32).view(HostArray)
+    assert impls["dot_general"](host_array(lhs), host_array(rhs), dimension_numbers=dn, out=out) is out
     np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-5)
     nd = lhs.ndim
     if nd >= 2:
         k = data.draw(st.integers(1, nd - 1))
         for axes in (tuple(range(k)), tuple(range(nd - k, nd))):
-            got = impls["reduce_sum"](_host(lhs), axes=axes)
+            got = impls["reduce_sum"](host_array(lhs), axes=axes)
             np.testing.assert_allclose(np.asarray(got), lhs.sum(axes), rtol=1e-5, atol=1e-5)
 
 
@@ -652,77 +560,13 @@ def test_graph_replay_of_a_planned_donated_step_with_a_fake_device():
 
 
 # ------------------------------------------------------------ fused-kernel impls, with cupy's kernels on the host
-def _parse(params: str):
-    from flfun.fusion import C_TYPES
-    out = []
-    for p in filter(None, (q.strip() for q in params.split(","))):
-        dt, name = p.split()
-        out.append((name, np.dtype(dt), C_TYPES[dt]))
-    return out
-
-
-class _HostElementwiseKernel:
-    """cupy.ElementwiseKernel's contract (broadcast inputs, outputs given or allocated) compiled for the host."""
-
-    def __init__(self, in_params, out_params, operation, name, **kw):
-        from test_fusion import _PRELUDE, _compile
-        assert name.isidentifier()
-        self.ins, self.outs = _parse(in_params), _parse(out_params)
-        loads = "".join(f"    const {c} {n} = ((const {c}*)in[{k}])[i];\n" for k, (n, _, c) in enumerate(self.ins))
-        refs = "".join(f"    {c}& {n} = (({c}*)out[{j}])[i];\n" for j, (n, _, c) in enumerate(self.outs))
-        self.run = _compile(_PRELUDE + f'extern "C" void run(void** in, void** out, long n, long r) {{\n'
-                            f"  for (long i = 0; i < n; ++i) {{\n{loads}{refs}    {{\n{operation}\n    }}\n  }}\n}}\n")
-
-    def __call__(self, *args):
-        ins, outs = args[:len(self.ins)], list(args[len(self.ins):])
-        assert len(outs) == len(self.outs), "outputs must be passed"
-        shape = np.broadcast_shapes(*[np.shape(a) for a in ins + tuple(outs)])
-        assert all(o.shape == shape for o in outs)
-        bins = [np.ascontiguousarray(np.broadcast_to(a, shape), dt) for a, (_, dt, _) in zip(ins, self.ins)]
-        tmp = [np.empty(shape, dt) for _, dt, _ in self.outs]
-        import ctypes
-        ptrs = lambda arrs: (ctypes.c_void_p * max(len(arrs), 1))(*[a.ctypes.data for a in arrs])  # noqa: E731
-        self.run(ptrs(bins), ptrs(tmp), ctypes.c_long(int(np.prod(shape))), ctypes.c_long(1))
-        for o, t in zip(outs, tmp):
-            o[...] = t
-        return outs
-
-
-class _HostReductionKernel:
-    def __init__(self, in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, name,
-                 reduce_type=None, preamble="", **kw):
-        from test_fusion import _PRELUDE, _compile
-        assert name.isidentifier()
-        self.ins, (self.out,) = _parse(in_params), _parse(out_params)
-        loads = "".join(f"      const {c} {n} = ((const {c}*)in[{k}])[i];\n" for k, (n, _, c) in enumerate(self.ins))
-        oc = self.out[2]
-        self.run = _compile(
-            _PRELUDE + preamble + f'extern "C" void run(void** in, void** out, long n, long r) {{\n'
-            f"  for (long o = 0; o < n; ++o) {{\n    {reduce_type} a = {identity};\n"
-            f"    for (long i = o * r; i < (o + 1) * r; ++i) {{\n{loads}      const {reduce_type} b = {map_expr};\n"
-            f"      a = {reduce_expr};\n    }}\n    {oc}& {self.out[0]} = (({oc}*)out[0])[o];\n"
-            f"    {post_map_expr};\n  }}\n}}\n")
-
-    def __call__(self, *ins, axis, out):
-        import ctypes
-        shape = np.broadcast_shapes(*[np.shape(a) for a in ins])
-        keep = [d for d in range(len(shape)) if d not in axis]
-        bins = [np.ascontiguousarray(np.transpose(np.broadcast_to(a, shape), keep + list(axis)), dt)
-                for a, (_, dt, _) in zip(ins, self.ins)]
-        tmp = np.empty(out.shape, out.dtype)
-        ptrs = lambda arrs: (ctypes.c_void_p * max(len(arrs), 1))(*[a.ctypes.data for a in arrs])  # noqa: E731
-        self.run(ptrs(bins), ptrs([tmp]), ctypes.c_long(tmp.size), ctypes.c_long(int(np.prod([shape[d] for d in axis]))))
-        out[...] = tmp
-        return out
-
-
 @pytest.fixture
 def host_cupy(monkeypatch):
     import types
     from test_fusion import CXX
     if CXX is None:
         pytest.skip("no host C++ compiler")
-    fake = types.SimpleNamespace(ElementwiseKernel=_HostElementwiseKernel, ReductionKernel=_HostReductionKernel,
+    fake = types.SimpleNamespace(ElementwiseKernel=HostElementwiseKernel, ReductionKernel=HostReductionKernel,
                                  empty=np.empty, broadcast_to=np.broadcast_to)
     monkeypatch.setitem(sys.modules, "cupy", fake)
     return fake
