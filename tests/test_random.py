@@ -159,6 +159,20 @@ def test_same_numbers_under_vmap_and_grad():
     assert float(g) == pytest.approx(float(fnp.sum(z)), rel=1e-6)
 
 
+@pytest.mark.skipif(not hasattr(flfun, "pmap"), reason="flfun.pmap not available")
+def test_same_numbers_under_pmap():
+    from flfun.devices import local_devices, set_cpu_device_count
+    before = len(local_devices("numpy"))
+    set_cpu_device_count(max(before, 2))
+    try:
+        keys = fr.split(fr.key(4), 2)
+        out = np.asarray(flfun.pmap(lambda k: fr.normal(fr.fold_in(k, 3), (3,)), "i")(keys))
+    finally:
+        set_cpu_device_count(before)
+    expected = [np.asarray(fr.normal(fr.fold_in(fnp.asarray(r), 3), (3,))) for r in np.asarray(keys)]
+    np.testing.assert_array_equal(out, np.stack(expected))
+
+
 @pytest.mark.skipif(not hasattr(flfun, "jit"), reason="flfun.jit not available")
 def test_same_numbers_under_jit():
     k = fr.key(9)
