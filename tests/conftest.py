@@ -28,8 +28,8 @@ def pytest_configure(config):
     backend = config.getoption("--backend")
     if backend:
         os.environ["FLFUN_BACKEND"] = backend
-        import flfun.config
-        flfun.config.config.default_backend = backend
+        from flfun.config import config as flfun_config
+        flfun_config.default_backend = backend
 
 
 def pytest_collection_modifyitems(config, items):
