@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.harness import assert_check, markdown_table, peer_main, time_fn, timing_dict
+from benchmarks.harness import (
+    assert_check,
+    markdown_table,
+    peer_main,
+    time_fn,
+    timing_dict,
+)
 from benchmarks.jit_common import run_rows
 
 T = 0.5
@@ -18,7 +24,7 @@ GFLOP = 4.16
 
 def data():
     rng = np.random.default_rng(5)
-    n = lambda shape, s: rng.standard_normal(shape, dtype=np.float32) * np.float32(s)  # noqa: E731
+    n = lambda shape, s: rng.standard_normal(shape, dtype=np.float32) * np.float32(s)
     k1, c1 = n((32, 1, 3, 3), np.sqrt(2 / 9)), np.zeros(32, np.float32)
     k2, c2 = n((64, 32, 3, 3), np.sqrt(2 / 288)), np.zeros(64, np.float32)
     wd, bd = n((9216, 10), np.sqrt(1 / 9216)), np.zeros(10, np.float32)
@@ -86,7 +92,7 @@ def numpy_step(params, x, y):
 
 def run_numpy():
     params, x, y = data()
-    step = lambda p: numpy_step(p, x, y)  # noqa: E731
+    step = lambda p: numpy_step(p, x, y)
     check, _ = _losses(step, params)
     assert_check("W5 numpy", check, CHECK)
     state = [params]
@@ -193,7 +199,7 @@ def run_jax():
 
     def loss(ps):
         k1, c1, k2, c2, wd, bd = ps
-        conv = lambda h, k: jax.lax.conv_general_dilated(h, k, (1, 1), "VALID")  # noqa: E731
+        conv = lambda h, k: jax.lax.conv_general_dilated(h, k, (1, 1), "VALID")
         h = jax.nn.relu(conv(x, k1) + c1[:, None, None])
         h = jax.nn.relu(conv(h, k2) + c2[:, None, None])
         h = h.reshape(64, 64, 12, 2, 12, 2).mean((3, 5))

@@ -10,7 +10,13 @@ import math
 
 import numpy as np
 
-from benchmarks.harness import assert_check, markdown_table, peer_main, time_fn, timing_dict
+from benchmarks.harness import (
+    assert_check,
+    markdown_table,
+    peer_main,
+    time_fn,
+    timing_dict,
+)
 from benchmarks.jit_common import run_rows
 
 T = 0.5
@@ -23,9 +29,9 @@ GFLOP = 5.79
 def data():
     """W6's draws in order: wte, wpe, per layer (w_qkv, w_o, w_fc, w_proj), w_head, then the tokens."""
     rng = np.random.default_rng(6)
-    n = lambda *shape: rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)  # noqa: E731
+    n = lambda *shape: rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
     wte, wpe = n(V, D), n(S, D)
-    layers = [dict(w_qkv=n(D, 3 * D), w_o=n(D, D), w_fc=n(D, F), w_proj=n(F, D)) for _ in range(L)]
+    layers = [{"w_qkv": n(D, 3 * D), "w_o": n(D, D), "w_fc": n(D, F), "w_proj": n(F, D)} for _ in range(L)]
     w_head = n(D, V)
     tokens = rng.integers(0, V, (B, S + 1)).astype(np.int32)
     return wte, wpe, layers, w_head, tokens[:, :S], tokens[:, 1:]
@@ -91,9 +97,9 @@ def run_torch():
     import torch
     import torch.nn.functional as Fn
     wte, wpe, layers, w_head, xn, yn = data()
-    t = lambda a: torch.from_numpy(np.array(a)).requires_grad_()  # noqa: E731
-    z = lambda *s: torch.zeros(s, requires_grad=True)  # noqa: E731
-    o = lambda *s: torch.ones(s, requires_grad=True)  # noqa: E731
+    t = lambda a: torch.from_numpy(np.array(a)).requires_grad_()
+    z = lambda *s: torch.zeros(s, requires_grad=True)
+    o = lambda *s: torch.ones(s, requires_grad=True)
     params = {"wte": t(wte), "wpe": t(wpe), "w_head": t(w_head), "lnf_g": o(D), "lnf_b": z(D)}
     for i, w in enumerate(layers):
         params.update({f"{i}.w_qkv": t(w["w_qkv"]), f"{i}.b_qkv": z(3 * D), f"{i}.w_o": t(w["w_o"]),

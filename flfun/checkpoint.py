@@ -221,4 +221,4 @@ def load_metadata(path: str | os.PathLike) -> dict[str, str]:
     return _read(os.fspath(path))[0]
 
 
-__all__ = ["save", "load", "load_metadata", "tree_paths", "CheckpointError"]
+__all__ = ["CheckpointError", "load", "load_metadata", "save", "tree_paths"]

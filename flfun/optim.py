@@ -8,7 +8,8 @@ with ``chain`` (e.g. gradient clipping before AdamW). SGD, Adam and AdamW follow
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple, Union
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from flfun.lax import convert_element_type as _cast
 from flfun.tree import tree_leaves, tree_map, tree_structure
 
 Schedule = Callable[[Any], Any]
-ScalarOrSchedule = Union[float, Schedule]
+ScalarOrSchedule = float | Schedule
 
 
 class GradientTransformation(NamedTuple):
@@ -294,8 +295,22 @@ def step_schedule(init_value: float, step_size: int, gamma: float = 0.1) -> Sche
     return schedule
 
 
-__all__ = ["GradientTransformation", "EmptyState", "SgdState", "AdamState", "ChainState", "apply_updates",
-           "global_norm", "sgd", "adam", "adamw", "clip_by_global_norm", "chain", "constant_schedule",
-           "warmup_cosine_schedule", "step_schedule"]
+__all__ = [
+    "AdamState",
+    "ChainState",
+    "EmptyState",
+    "GradientTransformation",
+    "SgdState",
+    "adam",
+    "adamw",
+    "apply_updates",
+    "chain",
+    "clip_by_global_norm",
+    "constant_schedule",
+    "global_norm",
+    "sgd",
+    "step_schedule",
+    "warmup_cosine_schedule",
+]
 
-from flfun.optim_sharded import ShardedState, sharded, state_bytes_per_device  # noqa: E402,F401  (ZeRO-1)
+from flfun.optim_sharded import ShardedState, sharded, state_bytes_per_device  # noqa: F401  (ZeRO-1)

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from flfun import dtypes
+from flfun import dtypes, lax
 from flfun import numpy as fnp
 from flfun.array import Array
-from flfun import lax
 from flfun.util import canonical_axis, prod
 
 _U32 = np.dtype(np.uint32)
@@ -127,7 +126,7 @@ def key(seed) -> Array:
         >>> k.shape, k.dtype
         ((2,), dtype('uint32'))
     """
-    if isinstance(seed, (bool, float)) or isinstance(seed, np.floating):
+    if isinstance(seed, (bool, float, np.floating)):
         raise ValueError(f"key: seed must be an integer, got {seed!r}")
     if isinstance(seed, (int, np.integer)):
         s = int(seed) % 2 ** 64
@@ -428,5 +427,21 @@ def choice(key: Array, n: int, shape: Sequence[int] = (), replace: bool = True) 
     return lax.reshape(lax.slice(permutation(key, n), (0,), (size,)), shape)
 
 
-__all__ = ["key", "PRNGKey", "split", "fold_in", "bits", "uniform", "normal", "truncated_normal", "bernoulli",
-           "gumbel", "categorical", "randint", "permutation", "shuffle", "choice", "threefry_2x32"]
+__all__ = [
+    "PRNGKey",
+    "bernoulli",
+    "bits",
+    "categorical",
+    "choice",
+    "fold_in",
+    "gumbel",
+    "key",
+    "normal",
+    "permutation",
+    "randint",
+    "shuffle",
+    "split",
+    "threefry_2x32",
+    "truncated_normal",
+    "uniform",
+]

@@ -14,8 +14,9 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -138,8 +139,8 @@ def make_task(name: str, seed: int) -> Task:
             return x, digits.y_train[idx]
 
         def evaluate(model):
-            from flfun import nn
             import flfun.numpy as fnp
+            from flfun import nn
             logits = (mod.logits(model, fnp.asarray(digits.x_test)) if name == "mlp"
                       else model(fnp.asarray(digits.x_test)))
             test_loss = float(nn.softmax_cross_entropy(logits, fnp.asarray(digits.y_test)))
@@ -159,7 +160,7 @@ def make_task(name: str, seed: int) -> Task:
     def evaluate(model):
         bpc = T.bits_per_char(model, corpus.val)
         return {"val_bits_per_char": bpc, "unigram_entropy_bits": corpus.unigram_entropy(),
-                "train_chars": int(len(corpus.train)), "val_chars": int(len(corpus.val)),
+                "train_chars": len(corpus.train), "val_chars": len(corpus.val),
                 "train_files": corpus.train_files, "val_files": corpus.val_files}
 
     return Task(name, T.DEFAULTS, corpus, lambda key: T.init(key, cfg), T.loss_fn, batch, evaluate, asdict(cfg))
@@ -209,7 +210,10 @@ def _resume(args, model, opt_state):
     tree = checkpoint.load(path, like={"model": model, "opt_state": opt_state})
     step = int(meta["step"])
     losses_path = os.path.join(args.checkpoint_dir, "losses.json")
-    losses = json.load(open(losses_path)) if os.path.exists(losses_path) else [float("nan")] * step
+    losses = [float("nan")] * step
+    if os.path.exists(losses_path):
+        with open(losses_path) as f:
+            losses = json.load(f)
     return tree["model"], tree["opt_state"], step, losses[:step]
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import flfun
 import flfun.numpy as fnp
 from flfun import nn, random
-from flfun.lax import reshape, slice as lax_slice
+from flfun.lax import reshape
+from flfun.lax import slice as lax_slice
 
 # trained within a 5-minute CPU budget: 270 s of steps (the schedule shrinks to what fits), then evaluation
 DEFAULTS = {"steps": 2000, "batch_size": 16, "lr": 5e-3, "weight_decay": 0.01, "warmup": 100, "time_limit": 270.0}

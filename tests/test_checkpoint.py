@@ -11,6 +11,16 @@ from flfun import checkpoint as ck
 from flfun import nn, optim, random
 
 
+def read_bytes(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write_bytes(path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+
+
 def sample_tree():
     model = nn.MLP([3, 4, 2], key=random.key(0))
     state = optim.adamw(1e-3).init(model)
@@ -48,7 +58,7 @@ def test_round_trip_with_template(tmp_path):
 def test_file_is_standard_safetensors(tmp_path):
     w = np.arange(6, dtype=np.float32).reshape(2, 3)
     path = ck.save(tmp_path / "c.safetensors", {"w": w, "n": np.int64(7)})
-    data = open(path, "rb").read()
+    data = read_bytes(path)
     (n,) = struct.unpack("<Q", data[:8])
     assert n % 8 == 0
     header = json.loads(data[8:8 + n])
@@ -64,7 +74,7 @@ def test_file_is_standard_safetensors(tmp_path):
 
 
 def test_names_are_tree_paths():
-    names, leaves, _ = ck.tree_paths({"b": (1, 2), "a": {"x": [3]}, "c": nn.Linear(2, 2, key=random.key(0))})
+    names, _, _ = ck.tree_paths({"b": (1, 2), "a": {"x": [3]}, "c": nn.Linear(2, 2, key=random.key(0))})
     assert names == ["a.x.0", "b.0", "b.1", "c.weight", "c.bias"]
 
 
@@ -83,9 +93,9 @@ def test_atomic_overwrite_keeps_old_file_on_failure(tmp_path, monkeypatch):
 
 
 def _corrupt(path, fn):
-    data = bytearray(open(path, "rb").read())
+    data = bytearray(read_bytes(path))
     data = fn(data)
-    open(path, "wb").write(bytes(data))
+    write_bytes(path, bytes(data))
 
 
 def test_corruption_is_detected(tmp_path):
@@ -110,7 +120,7 @@ def test_corruption_is_detected(tmp_path):
     _corrupt(path, lambda d: d[:8] + b"#" + d[9:])
     with pytest.raises(ck.CheckpointError, match="header is not valid JSON"):
         ck.load(path)
-    open(path, "wb").write(b"abc")
+    write_bytes(path, b"abc")
     with pytest.raises(ck.CheckpointError, match="is not a safetensors file"):
         ck.load(path)
     with pytest.raises(ck.CheckpointError, match="cannot read checkpoint"):

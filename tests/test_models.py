@@ -13,6 +13,16 @@ from models import cnn, data, mlp, train
 from models import transformer as T
 
 
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_text(path) -> str:
+    with open(path) as f:
+        return f.read()
+
+
 @pytest.fixture(scope="module")
 def digits():
     return data.load_digits()
@@ -77,7 +87,8 @@ def test_transformer_smoke_training_and_generation(corpus):
 
 
 def test_gpt_is_w6_network():
-    from benchmarks.w6_transformer import CHECK, data as w6_data, flfun_model
+    from benchmarks.w6_transformer import CHECK, flfun_model
+    from benchmarks.w6_transformer import data as w6_data
     from flfun.nn import count_params
     wte, wpe, layers, w_head, x, y = w6_data()
     model = flfun_model(wte, wpe, layers, w_head)
@@ -86,7 +97,8 @@ def test_gpt_is_w6_network():
 
 
 def test_cnn_is_w5_network():
-    from benchmarks.w5_cnn import CHECK, data as w5_data, flfun_model
+    from benchmarks.w5_cnn import CHECK, flfun_model
+    from benchmarks.w5_cnn import data as w5_data
     params, x, y = w5_data()
     loss = cnn.loss_fn(flfun_model(params), fnp.asarray(x), fnp.asarray(y))
     assert float(loss) == pytest.approx(CHECK[0], rel=2e-5)
@@ -100,7 +112,7 @@ def test_train_command_outputs_checkpoint_and_resume(tmp_path, capsys):
     out, ck = str(tmp_path / "out"), str(tmp_path / "ck")
     run_cli(["mlp", "--steps", "6", "--batch-size", "32", "--out", out, "--checkpoint-dir", ck, "--no-progress",
              "--seed", "3"])
-    metrics = json.load(open(os.path.join(out, "metrics.json")))
+    metrics = read_json(os.path.join(out, "metrics.json"))
     assert metrics["steps"] == 6 and metrics["model"] == "mlp" and 0 <= metrics["test_accuracy"] <= 1
     assert metrics["params"] == 64 * 256 + 256 + 256 * 256 + 256 + 2570
     assert os.path.getsize(os.path.join(out, "loss.png")) > 1000
@@ -117,7 +129,7 @@ def test_train_command_outputs_checkpoint_and_resume(tmp_path, capsys):
     assert set(resumed) == set(straight)
     for k in straight:
         np.testing.assert_allclose(np.asarray(resumed[k]), np.asarray(straight[k]), rtol=1e-6, atol=1e-7)
-    metrics = json.load(open(os.path.join(out, "metrics.json")))
+    metrics = read_json(os.path.join(out, "metrics.json"))
     assert metrics["resumed_from"] == 1 and metrics["steps"] == 6
     assert "test_accuracy=" in capsys.readouterr().out
 
@@ -160,7 +172,7 @@ def test_time_budget_shortens_the_schedule(tmp_path):
     assert train._steps_within(10.0, 20.0, 20) == 20 + 190
     out = str(tmp_path / "out")
     run_cli(["mlp", "--steps", "100000", "--time-limit", "2", "--out", out, "--no-progress"])
-    m = json.load(open(os.path.join(out, "metrics.json")))
+    m = read_json(os.path.join(out, "metrics.json"))
     assert m["steps_planned"] == 100000 and 20 <= m["steps"] < 100000 and m["time_limit_s"] == 2.0
     assert m["train_time_s"] < 2.0 + 1.5
 
@@ -168,6 +180,6 @@ def test_time_budget_shortens_the_schedule(tmp_path):
 def test_profile_option(tmp_path):
     out = str(tmp_path / "out")
     run_cli(["cnn", "--steps", "12", "--batch-size", "16", "--profile", "--out", out, "--no-progress"])
-    table = open(os.path.join(out, "profile.txt")).read()
+    table = read_text(os.path.join(out, "profile.txt"))
     assert "conv_general_dilated" in table
-    assert json.load(open(os.path.join(out, "trace.json")))
+    assert read_json(os.path.join(out, "trace.json"))

@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import flfun
 import flfun.numpy as fnp
@@ -39,6 +40,7 @@ def conv_ref(x, w, b, stride, pad, dil, groups):
     x = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + list(pad))
     n, c = x.shape[:2]
     o, cg = w.shape[:2]
+    assert c == cg * groups
     k = w.shape[2:]
     out_sp = [(x.shape[2 + i] - dil[i] * (k[i] - 1) - 1) // stride[i] + 1 for i in range(nsp)]
     out = np.zeros((n, o, *out_sp))
@@ -69,10 +71,10 @@ def test_linear_forward_and_grads():
     np.testing.assert_allclose(np.asarray(g.bias), np.full(3, 8.0), rtol=1e-6)
 
 
-@pytest.mark.parametrize("cfg", [dict(stride=1, padding="VALID", dilation=1, groups=1),
-                                 dict(stride=2, padding="SAME", dilation=1, groups=1),
-                                 dict(stride=1, padding=1, dilation=2, groups=2),
-                                 dict(stride=(2, 1), padding=((1, 0), (0, 2)), dilation=1, groups=1)])
+@pytest.mark.parametrize("cfg", [{"stride": 1, "padding": "VALID", "dilation": 1, "groups": 1},
+                                 {"stride": 2, "padding": "SAME", "dilation": 1, "groups": 1},
+                                 {"stride": 1, "padding": 1, "dilation": 2, "groups": 2},
+                                 {"stride": (2, 1), "padding": ((1, 0), (0, 2)), "dilation": 1, "groups": 1}])
 def test_conv2d_matches_reference(cfg):
     conv = nn.Conv2d(4, 6, (3, 2), key=K, **cfg)
     x = RNG.standard_normal((2, 4, 7, 6)).astype(np.float32)

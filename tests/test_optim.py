@@ -135,7 +135,7 @@ def test_update_is_differentiable_and_grad_compatible():
     opt = optim.adamw(0.1)
     params = {"w": fnp.asarray([1.0, -1.0])}
     state = opt.init(params)
-    loss = lambda p: fnp.sum(p["w"] ** 2)  # noqa: E731
+    loss = lambda p: fnp.sum(p["w"] ** 2)
     for _ in range(3):
         g = flfun.grad(loss)(params)
         updates, state = opt.update(g, state, params)

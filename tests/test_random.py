@@ -1,7 +1,8 @@
 """flfun.random: threefry known answers, JAX-compatible streams, independence, distributions, transforms."""
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import flfun
 import flfun.numpy as fnp
@@ -12,7 +13,7 @@ M32 = 0xFFFFFFFF
 
 def ref_threefry(k0, k1, x0, x1):
     """Threefry-2x32 (20 rounds) in plain Python, straight from the Random123 definition."""
-    rotl = lambda v, r: ((v << r) | (v >> (32 - r))) & M32  # noqa: E731
+    rotl = lambda v, r: ((v << r) | (v >> (32 - r))) & M32
     ks = [k0, k1, k0 ^ k1 ^ 0x1BD11BDA]
     rot = [(13, 15, 26, 6), (17, 29, 16, 24)]
     x0, x1 = (x0 + ks[0]) & M32, (x1 + ks[1]) & M32

@@ -7,7 +7,7 @@ with the remaining axes as the receptive field.
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -120,6 +120,23 @@ def torch_default(in_axis: int = -2, out_axis: int = -1) -> Initializer:
 
 xavier_uniform, xavier_normal, kaiming_normal, kaiming_uniform = glorot_uniform, glorot_normal, he_normal, he_uniform
 
-__all__ = ["zeros", "ones", "constant", "normal", "uniform", "truncated_normal", "compute_fans", "variance_scaling",
-           "glorot_uniform", "glorot_normal", "lecun_normal", "he_normal", "he_uniform", "torch_default",
-           "xavier_uniform", "xavier_normal", "kaiming_normal", "kaiming_uniform"]
+__all__ = [
+    "compute_fans",
+    "constant",
+    "glorot_normal",
+    "glorot_uniform",
+    "he_normal",
+    "he_uniform",
+    "kaiming_normal",
+    "kaiming_uniform",
+    "lecun_normal",
+    "normal",
+    "ones",
+    "torch_default",
+    "truncated_normal",
+    "uniform",
+    "variance_scaling",
+    "xavier_normal",
+    "xavier_uniform",
+    "zeros",
+]

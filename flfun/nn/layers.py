@@ -8,17 +8,17 @@ or one unbatched ``(C, ...)`` example); dense weights are ``(in, out)`` and conv
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
+from flfun import lax, random
 from flfun import numpy as fnp
-from flfun import random
 from flfun.array import Array
 from flfun.nn import functional as F
 from flfun.nn import initializers as init
 from flfun.nn.module import Module, static_field
-from flfun import lax
 
 
 def split_key(key, num: int = 2) -> list:
@@ -466,6 +466,24 @@ class MLP(Module):
         return x if self.final_activation is None else self.final_activation(x)
 
 
-__all__ = ["Linear", "Conv1d", "Conv2d", "AvgPool2d", "MaxPool2d", "Flatten", "avg_pool", "max_pool",
-           "LayerNorm", "RMSNorm", "Embedding", "Dropout", "MultiHeadAttention", "dot_product_attention",
-           "causal_mask", "Lambda", "Sequential", "MLP", "split_key"]
+__all__ = [
+    "MLP",
+    "AvgPool2d",
+    "Conv1d",
+    "Conv2d",
+    "Dropout",
+    "Embedding",
+    "Flatten",
+    "Lambda",
+    "LayerNorm",
+    "Linear",
+    "MaxPool2d",
+    "MultiHeadAttention",
+    "RMSNorm",
+    "Sequential",
+    "avg_pool",
+    "causal_mask",
+    "dot_product_attention",
+    "max_pool",
+    "split_key",
+]

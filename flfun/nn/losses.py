@@ -52,4 +52,4 @@ def mse(predictions, targets, *, reduction: str = "mean") -> Array:
     return _reduce(d * d, reduction, "mse")
 
 
-__all__ = ["softmax_cross_entropy", "mse"]
+__all__ = ["mse", "softmax_cross_entropy"]

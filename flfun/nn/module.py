@@ -82,7 +82,7 @@ class Module:
     def __delattr__(self, name: str) -> None:
         raise dataclasses.FrozenInstanceError(f"{type(self).__name__} is immutable: cannot delete '{name}'")
 
-    def replace(self, **changes) -> "Module":
+    def replace(self, **changes) -> Module:
         """A copy with some fields replaced (no ``__init__`` is run).
 
         Example::
@@ -132,4 +132,4 @@ def count_params(tree) -> int:
     return n
 
 
-__all__ = ["Module", "static_field", "count_params"]
+__all__ = ["Module", "count_params", "static_field"]
