@@ -428,6 +428,7 @@ def _restore(like, params: dict):
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.backend != "numpy":
+        os.environ["FLFUN_BACKEND"] = args.backend
         import flfun
         flfun.config.default_backend = args.backend
     if args.model == "sample":
