@@ -6,8 +6,9 @@ are averaged with ``pmean`` (MPI allreduce). Weak-scaling efficiency = step time
 Also: the same on 2 in-process CPU devices (threads), the time spent in collectives (psum impls, and a bare
 allreduce of the gradient bytes), and Adam's optimizer-state bytes per device with and without ZeRO-1.
 
-Run: ``python -m benchmarks.dp_scaling`` (writes ``benchmarks/dp_scaling.md``). The machine is shared: each
-configuration is measured in several rounds, interleaved, with the load read from ``/proc/loadavg``.
+Run: ``python -m benchmarks.dp_scaling`` (writes ``benchmarks/dp_scaling.md`` and the raw rounds to
+``dp_scaling.json``). The machine is shared: configurations are measured in interleaved rounds, each timed loop
+records the CPU that other processes used (``/proc/stat``), and only quiet rounds make the headline figures.
 """
 from __future__ import annotations
 
@@ -224,7 +225,7 @@ def _run_config(name: str) -> dict | None:
     cmd = pre + [sys.executable, "-m", "benchmarks.dp_scaling", "--worker"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     for line in proc.stdout.splitlines():
-        if line.startswith("RESULT ") and line != "RESULT {}":
+        if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
     sys.stderr.write(f"[{name}] failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}\n")
     return None
@@ -241,44 +242,50 @@ def _busy_cores(seconds: float = 2.0) -> float:
 QUIET = 0.3       # cores of other processes' CPU above which a round is measured again
 
 
-def main(rounds: int, max_wait: float, attempts: int = 4) -> str:
-    results: dict[str, list] = {k: [] for k in CONFIGS}
-    loads = []
-    for _ in range(rounds):
-        for _ in range(attempts):
-            t0 = time.time()
-            while _busy_cores() > QUIET and time.time() - t0 < max_wait:     # wait for a quieter machine
-                time.sleep(5)
-            got = {name: _run_config(name) for name in CONFIGS}
-            busy = max((r["dp"]["other_load"] for r in got.values() if r), default=0.0)
-            if busy <= QUIET:
-                break
-            print(f"round disturbed (other processes used {busy:.2f} cores); measuring again", file=sys.stderr)
-        loads.append(busy)
-        for name, res in got.items():
-            if res:
-                results[name].append(res)
-    return report(results, loads)
+def main(rounds: int, budget: float) -> tuple[str, list]:
+    """Measure rounds (every configuration once each) until ``rounds`` quiet ones (other processes below
+    QUIET cores during every timed loop) or ``budget`` seconds; returns the report and all rounds."""
+    log: list[dict] = []
+    t0 = time.time()
+    while sum(r["quiet"] for r in log) < rounds and time.time() - t0 < budget:
+        while _busy_cores() > QUIET and time.time() - t0 < budget:     # wait for a quieter machine
+            time.sleep(5)
+        got = {name: _run_config(name) for name in CONFIGS}
+        busy = max((r["dp"]["other_load"] for r in got.values() if r), default=0.0)
+        log.append({"results": got, "other_load": busy, "quiet": busy <= QUIET and all(got.values())})
+        print(f"round {len(log)}: other processes used up to {busy:.2f} cores", file=sys.stderr)
+    return report(log), log
 
 
-def report(results: dict, loads: list) -> str:
+def report(log: list) -> str:
     med = lambda xs: float(np.median(xs)) if xs else float("nan")        # noqa: E731
+    quiet = [r for r in log if r["quiet"]] or log
+    results = {name: [r["results"][name] for r in quiet if r["results"].get(name)] for name in CONFIGS}
     one = med([r["dp"]["median"] for r in results["1 process"]])
+    one_min = min((r["dp"]["min"] for r in results["1 process"]), default=float("nan"))
+    which = (f"the {len(quiet)} quiet rounds of {len(log)} (other processes below {QUIET} cores throughout)"
+             if any(r["quiet"] for r in log) else f"all {len(log)} rounds (none was quiet: read with care)")
     lines = ["### Data-parallel W3: weak scaling (256 examples per process, one BLAS thread each)", "",
-             f"{len(results['1 process'])} rounds; most CPU other processes used during a round's timed loops: "
-             f"{', '.join(f'{x:.2f}' for x in loads)} cores (2-core machine, shared; a round above {QUIET} cores "
-             f"is measured again, up to 4 times). Medians over rounds of each round's median step time.", "",
-             "| configuration | step (median) | min | efficiency (1p / this) | in collectives per step | "
-             "collective calls / step | other load (cores) | check |", "|---|---|---|---|---|---|---|---|"]
+             f"2-core machine shared with other work; figures from {which}: medians over rounds of each round's "
+             f"median step time (7 loops of n steps).", "",
+             "| configuration | step (median) | efficiency | step (min) | efficiency (min) | in collectives per "
+             "step | collective calls / step | other load (cores) | check |", "|---|---|---|---|---|---|---|---|---|"]
     for name, rs in results.items():
         if not rs:
-            lines.append(f"| {name} | failed | | | | | | |")
+            lines.append(f"| {name} | failed | | | | | | | |")
             continue
-        t = med([r["dp"]["median"] for r in rs])
-        lines.append(f"| {name} | {fmt_time(t)} | {fmt_time(min(r['dp']['min'] for r in rs))} | {one / t:.2f} | "
+        t, tmin = med([r["dp"]["median"] for r in rs]), min(r["dp"]["min"] for r in rs)
+        lines.append(f"| {name} | {fmt_time(t)} | {one / t:.2f} | {fmt_time(tmin)} | {one_min / tmin:.2f} | "
                      f"{fmt_time(med([r['collective_s_per_step'] for r in rs]))} | "
                      f"{rs[0]['collective_calls_per_step']:.0f} | {med([r['dp']['other_load'] for r in rs]):.2f} "
                      f"| {', '.join(f'{c:.6g}' for c in rs[0]['check'])} |")
+    lines += ["", "Efficiency = 1-process step time / this configuration's (same work per process: ideal 1.00). "
+                  "Per round (other load in cores: step medians 1 process / 2 processes / 2 threads):"]
+    for k, r in enumerate(log, 1):
+        ts = [r["results"][n]["dp"]["median"] if r["results"].get(n) else float("nan") for n in CONFIGS]
+        lines.append(f"- round {k} ({r['other_load']:.2f}{', quiet' if r['quiet'] else ''}): "
+                     f"{' / '.join(fmt_time(t) for t in ts)}; efficiency {ts[0] / ts[1]:.2f} (MPI), "
+                     f"{ts[0] / ts[2]:.2f} (threads)")
     if results["1 process"] and "jit" in results["1 process"][0]:
         j = med([r["jit"]["median"] for r in results["1 process"]])
         lines += ["", f"Plain `jit` W3 step in the 1-process run (no pmap, no collective): {fmt_time(j)}; "
@@ -302,13 +309,22 @@ def report(results: dict, loads: list) -> str:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--max-wait", type=float, default=300.0, help="seconds to wait per round for a quiet machine")
+    ap.add_argument("--rounds", type=int, default=3, help="quiet rounds wanted")
+    ap.add_argument("--budget", type=float, default=1800.0, help="seconds to spend at most (waiting included)")
+    ap.add_argument("--nice", type=int, default=0, help="lower this benchmark's niceness by N (root only: on a "
+                    "shared machine the others' processes then disturb it less)")
     a = ap.parse_args()
+    if a.nice:
+        os.nice(-a.nice)
     if a.worker:
-        print("RESULT " + json.dumps(worker()), flush=True)
+        out = worker()
+        if out:                                   # rank 0 reports; the other ranks stay quiet
+            print("RESULT " + json.dumps(out), flush=True)
     else:
-        text = main(a.rounds, a.max_wait)
+        text, log = main(a.rounds, a.budget)
         print(text)
-        with open(os.path.join(os.path.dirname(__file__), "dp_scaling.md"), "w") as f:
+        here = os.path.dirname(__file__)
+        with open(os.path.join(here, "dp_scaling.md"), "w") as f:
             f.write(text)
+        with open(os.path.join(here, "dp_scaling.json"), "w") as f:
+            json.dump(log, f, indent=1)
