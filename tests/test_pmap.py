@@ -135,6 +135,11 @@ def test_composes_with_jit_vmap_and_nesting():
     nested = pmap(pmap(g, axis_name="j"), axis_name="i")(x)
     expect = fl.vmap(fl.vmap(g, axis_name="j"), axis_name="i")(fnp.asarray(x))
     np.testing.assert_allclose(np.asarray(nested), np.asarray(expect), rtol=1e-12)
+    w = np.random.default_rng(2).standard_normal(x.shape)
+    h = lambda v: fnp.sin(v) * psum(v, "i") + psum(v * v, ("i", "j"))          # noqa: E731
+    grad_p = fl.grad(lambda a: fnp.sum(pmap(pmap(h, axis_name="j"), axis_name="i")(a) * w))(x)
+    grad_v = fl.grad(lambda a: fnp.sum(fl.vmap(fl.vmap(h, axis_name="j"), axis_name="i")(a) * w))(fnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(grad_p), np.asarray(grad_v), rtol=1e-10)
 
 
 def test_compiles_once_per_shard_shape_with_a_memory_plan():

@@ -209,7 +209,8 @@ class PmapFunction:
             heads = [mesh.local[i][1] for i in mesh.heads]
             inputs = [_shards_of(x, a, heads) if a is not None else _replicated(x, av)
                       for x, a, av in zip(leaves, axes, avals)]
-            outs, head_devs = _execute(traced.closed, mesh, inputs, p_out_axes)
+            outs, head_devs = _execute(traced.closed, mesh, inputs, tuple(None if a is None else 0 for a in axes),
+                                       p_out_axes)
             res = [ShardedArray([wrap(b, d) for b, d in zip(o, head_devs)], ax) if ax is not None
                    else wrap(o, mesh.local[0][1]) for o, ax in zip(outs, out_axes)]
             return tree_unflatten(traced.out_tree, res)

@@ -21,6 +21,7 @@ from flfun.primitives.common import Zero, is_zero, moveaxis, not_mapped, tangent
 from flfun.transforms.call import (BACKEND_COMPILERS, DEFAULT_STRATEGY, _batch_program, _cached, _jvp_split,
                                    compile_program, trace_closed)
 
+
 # ------------------------------------------------------------------------------------------------- axis frames
 class _Frame:
     """A pmap's named axis on the trace stack (``axis_main`` finds it by ``name``); ``axes`` collects the
@@ -97,24 +98,38 @@ def _executables(closed: ClosedProgram, mesh: Mesh) -> dict:
     return exes
 
 
-def _execute(closed: ClosedProgram, mesh: Mesh, inputs: list, out_axes: tuple) -> tuple[list, list]:
-    """Run ``closed`` on every local device of ``mesh``. ``inputs[i]`` is a list of per-shard raw buffers
-    (mapped) or one raw buffer (replicated). Returns, per output, the per-shard buffers (mapped) or device 0's
-    buffer, and the devices holding the mapped shards."""
+PER_DEVICE = "device"    # in/out axis kind: one slice per local device (residuals on a nested mesh)
+
+
+def _count(mesh: Mesh, ax) -> int:
+    """Leading size of an operand or result mapped with ``ax`` (0: shards, PER_DEVICE: local devices)."""
+    return len(mesh.local) if ax == PER_DEVICE else len(mesh.heads)
+
+
+def _residual_axis(mesh: Mesh):
+    """How residuals (per-device values) travel between the primal and tangent programs."""
+    return 0 if len(mesh.heads) == len(mesh.local) else PER_DEVICE
+
+
+def _execute(closed: ClosedProgram, mesh: Mesh, inputs: list, in_axes: tuple, out_axes: tuple) -> tuple[list, list]:
+    """Run ``closed`` on every local device of ``mesh``. ``inputs[i]`` is a list of raw buffers, one per shard
+    (in_axes 0) or per local device (PER_DEVICE), or one raw buffer (None: replicated). Returns, per output, the
+    buffers of the shards' first devices (0), of every device (PER_DEVICE) or device 0's buffer (None), and the
+    devices holding the shards."""
     outer = mesh.outer
     exes = _executables(closed, mesh)
 
-    def task(g, dev):
-        k = outer[g]
-        args = [x[k] if type(x) is list else x for x in inputs]
+    def task(i, g, dev):
+        args = [x if ax is None else x[i if ax == PER_DEVICE else outer[g]] for x, ax in zip(inputs, in_axes)]
         if dev.platform != "cpu":
             args = [dev.put(a) for a in args]
         return exes[g](*args)
 
-    tasks = [(g, functools.partial(task, g, d)) for g, d in mesh.local]
+    tasks = [(g, functools.partial(task, i, g, d)) for i, (g, d) in enumerate(mesh.local)]
     results = run_spmd(mesh, tasks)
     heads = mesh.heads
-    outs = [[results[i][j] for i in heads] if ax is not None else results[0][j] for j, ax in enumerate(out_axes)]
+    outs = [results[0][j] if ax is None else [r[j] for r in results] if ax == PER_DEVICE else
+            [results[i][j] for i in heads] for j, ax in enumerate(out_axes)]
     return outs, [mesh.local[i][1] for i in heads]
 
 
@@ -124,17 +139,17 @@ pmap_p = Primitive("pmap", multiple_results=True)
 
 @pmap_p.def_abstract_eval
 def _pmap_abstract_eval(*avals, program, mesh, in_axes, out_axes, name):
-    n = len(mesh.heads)
     for a, ax in zip(avals, in_axes):
-        if ax is not None and (not a.shape or a.shape[0] != n):
-            raise ValueError(f"pmap: a mapped operand is {core.short(a)}, but {name} runs {n} shards here")
-    return [a.update(shape=(n,) + a.shape) if ax is not None else a for a, ax in zip(program.out_avals, out_axes)]
+        if ax is not None and (not a.shape or a.shape[0] != _count(mesh, ax)):
+            raise ValueError(f"pmap: a mapped operand is {core.short(a)}, but {name} runs {_count(mesh, ax)} "
+                             f"{'devices' if ax == PER_DEVICE else 'shards'} here")
+    return [a if ax is None else a.update(shape=(_count(mesh, ax),) + a.shape)
+            for a, ax in zip(program.out_avals, out_axes)]
 
 
 def _pmap_impl(*vals, program, mesh, in_axes, out_axes, name):
-    n = len(mesh.heads)
-    inputs = [[v[k] for k in range(n)] if ax is not None else v for v, ax in zip(vals, in_axes)]
-    outs, _ = _execute(program, mesh, inputs, out_axes)
+    inputs = [v if ax is None else [v[k] for k in range(_count(mesh, ax))] for v, ax in zip(vals, in_axes)]
+    outs, _ = _execute(program, mesh, inputs, in_axes, out_axes)
     return [np.stack([np.asarray(s) for s in o]) if ax is not None else o for o, ax in zip(outs, out_axes)]
 
 
@@ -149,12 +164,13 @@ def _pmap_jvp(primals, tangents, *, program, mesh, in_axes, out_axes, name):
         with _frames(mesh):
             return _jvp_split(program, nz)
     known, lin, res_invars, num_out, out_nz = _cached(program, ("pmap-jvp", mesh.names, mesh.shape, nz), split)
-    n_res = len(known.out_avals) - num_out
+    n_res, rax = len(known.out_avals) - num_out, _residual_axis(mesh)
     outs = pmap_p.bind(*primals, program=known, mesh=mesh, in_axes=in_axes,
-                       out_axes=tuple(out_axes) + (0,) * n_res, name=name)
+                       out_axes=tuple(out_axes) + (rax,) * n_res, name=name)
     residuals = [primals[i] for i in res_invars] + list(outs[num_out:])
     nzt = [t for t in tangents if not is_zero(t)]
-    lin_in_axes = tuple(in_axes[i] for i in res_invars) + (0,) * n_res + tuple(a for a, z in zip(in_axes, nz) if z)
+    lin_in_axes = tuple(in_axes[i] for i in res_invars) + (rax,) * n_res + tuple(a for a, z in zip(in_axes, nz)
+                                                                                 if z)
     lin_out_axes = tuple(a for a, z in zip(out_axes, out_nz) if z)
     touts = pmap_p.bind(*residuals, *nzt, program=lin, mesh=mesh, in_axes=lin_in_axes, out_axes=lin_out_axes,
                         name=f"jvp({name})") if any(out_nz) else []
@@ -165,8 +181,9 @@ def _pmap_jvp(primals, tangents, *, program, mesh, in_axes, out_axes, name):
 
 
 def _transpose_program(closed: ClosedProgram, mesh: Mesh, undef: tuple, ct_nz: tuple, in_axes, out_axes):
-    """The per-device transposed program. A replicated output (out_axes None) is device 0's value, so only
-    device 0 receives its cotangent; a replicated linear input's cotangent is summed over the devices."""
+    """The per-device transposed program. An output is read from one device (device 0 for out_axes None, the
+    first along the nested axes for mapped ones), so only that device receives its cotangent; an input given to
+    several devices (replicated, or a shard shared along nested axes) gets the sum of their cotangents."""
     from flfun.ir import Program
     from flfun.primitives.collective import axis_index, psum
     from flfun.primitives.elementwise import eq, select_n
@@ -185,12 +202,14 @@ def _transpose_program(closed: ClosedProgram, mesh: Mesh, undef: tuple, ct_nz: t
         cts_out = []
         for z, a, ax in zip(ct_nz, out_avals, out_axes):
             c = next(cts) if z else Zero(a)
-            if z and ax is None:
-                first = eq(axis_index(mesh.names), full((), 0, np.int32))
+            names = mesh.names if ax is None else () if ax == PER_DEVICE else mesh.names[1:]
+            if z and names:
+                first = eq(axis_index(names), full((), 0, np.int32))
                 c = select_n(first, full(a.shape, 0, a.dtype), c)
             cts_out.append(c)
         res = backward_pass(view, list(closed.consts) + list(xs[:len(nonlin)]), cts_out)
-        res = [psum(c, mesh.names) if ax is None and not is_zero(c) else c for c, ax in zip(res, lin_axes)]
+        shared = [mesh.names if ax is None else () if ax == PER_DEVICE else mesh.names[1:] for ax in lin_axes]
+        res = [psum(c, names) if names and not is_zero(c) else c for c, names in zip(res, shared)]
         in_nz[:] = [not is_zero(c) for c in res]
         return [c for c in res if not is_zero(c)]
     with _frames(mesh):
