@@ -30,10 +30,19 @@ def dtype_and_weak(x):
 
 def promote(op: str, *args, to_float: bool = False):
     """Convert ``args`` to arrays of their common dtype (a float one with ``to_float``)."""
-    if len(args) == 2 and isinstance(args[0], Array) and isinstance(args[1], Array):
-        d0 = args[0].dtype
-        if d0 == args[1].dtype and (not to_float or d0.kind == "f") and is_weak(args[0]) == is_weak(args[1]):
-            return args
+    if len(args) == 2:
+        a, b = args
+        if isinstance(a, Array):
+            if isinstance(b, Array):
+                d0 = a.dtype
+                if d0 == b.dtype and (not to_float or d0.kind == "f") and is_weak(a) == is_weak(b):
+                    return args
+            elif type(b) is float and a.dtype.kind == "f" or type(b) is int and a.dtype.kind in "iuf" \
+                    and not to_float:
+                return a, to_array(b, a.dtype)        # a weak scalar takes the array's dtype
+        elif isinstance(b, Array) and (type(a) is float and b.dtype.kind == "f" or
+                                       type(a) is int and b.dtype.kind in "iuf" and not to_float):
+            return to_array(a, b.dtype), b
     dt, weak = dtypes.result_type(*[dtype_and_weak(a) for a in args])
     if to_float and not dtypes.is_float(dt):
         dt = dtypes.DEFAULT_FLOAT

@@ -76,6 +76,8 @@ def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
             and x._value.dtype.kind == "f":   # the common full float sum, straight to the impl (benchmark W1)
         v = x._value
         return wrap(_reduce_sum_impls[x._device.backend](v, axes=tuple(range(v.ndim))), x._device)
+    if isinstance(x, Array) and axis is None and dtype is None and not keepdims and x.dtype.kind == "f":
+        return lax_reduce.reduce_sum(x, tuple(range(len(x.shape))))
     x = asarray_like(x)
     x = _cast(x, _accumulator_dtype(x, dtype))
     axes = _axes("sum", axis, len(x.shape))

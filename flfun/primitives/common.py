@@ -27,11 +27,26 @@ def is_zero(x) -> bool:
     return type(x) is Zero
 
 
+class UndefinedPrimal:
+    """Marks a linear input of an equation during transposition (its value is what we solve for)."""
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined(x) -> bool:
+    """Whether a transpose-rule operand is the linear input being solved for."""
+    return type(x) is UndefinedPrimal
+
+
 def instantiate(t, aval=None):
     """A real zeros array for a symbolic Zero (other values pass through)."""
     if type(t) is Zero:
-        from flfun.primitives.shape import full
-        return full(t.aval.shape, 0, t.aval.dtype)
+        return _S.full(t.aval.shape, 0, t.aval.dtype)
     return t
 
 
@@ -96,28 +111,25 @@ def naryop_abstract_eval(op: str, kinds: str, out_dtype=None) -> Callable:
 # ----------------------------------------------------------------------------------------------------- batching
 def moveaxis_to_front(x, bdim, size: int):
     """``x`` with its mapped axis first; an unmapped ``x`` is broadcast to have one of length ``size``."""
-    from flfun.primitives import shape as S
     if bdim is not_mapped:
-        return S.broadcast_in_dim(x, (size,) + tuple(x.shape), tuple(range(1, len(x.shape) + 1)))
+        return _S.broadcast_in_dim(x, (size,) + tuple(x.shape), tuple(range(1, len(x.shape) + 1)))
     if bdim == 0:
         return x
     perm = (bdim,) + tuple(i for i in range(len(x.shape)) if i != bdim)
-    return S.transpose(x, perm)
+    return _S.transpose(x, perm)
 
 
 def moveaxis(x, src: int, dst: int):
-    from flfun.primitives import shape as S
     if src == dst:
         return x
     perm = [i for i in range(len(x.shape)) if i != src]
     perm.insert(dst, src)
-    return S.transpose(x, tuple(perm))
+    return _S.transpose(x, tuple(perm))
 
 
 def broadcasting_batch(prim: Primitive) -> Callable:
     """Batch rule for broadcasting elementwise ops: align ranks with the mapped axis in front."""
     def rule(axis, args, dims, **params):
-        from flfun.primitives import shape as S
         rank = max(len(a.shape) - (d is not not_mapped) for a, d in zip(args, dims))
         new_args = []
         for a, d in zip(args, dims):
@@ -127,7 +139,7 @@ def broadcasting_batch(prim: Primitive) -> Callable:
             a = moveaxis(a, d, 0)
             own = len(a.shape) - 1
             if own < rank:  # insert size-1 axes after the batch axis so broadcasting lines up
-                a = S.reshape(a, (a.shape[0],) + (1,) * (rank - own) + tuple(a.shape[1:]))
+                a = _S.reshape(a, (a.shape[0],) + (1,) * (rank - own) + tuple(a.shape[1:]))
             new_args.append(a)
         return prim.bind(*new_args, **params), 0
     return rule
@@ -143,25 +155,23 @@ def vectorized_batch(prim: Primitive) -> Callable:
 # ---------------------------------------------------------------------------------------------------- autodiff
 def unbroadcast(ct, aval):
     """Sum ``ct`` down to ``aval``'s shape: the transpose of numpy broadcasting."""
-    from flfun.primitives import reduce as R, shape as S
     shape = tuple(aval.shape)
     if tuple(ct.shape) == shape:
         return ct
     lead = len(ct.shape) - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and ct.shape[i + lead] != 1)
     if axes:
-        ct = R.reduce_sum(ct, axes)
-    return S.reshape(ct, shape) if tuple(ct.shape) != shape else ct
+        ct = _R.reduce_sum(ct, axes)
+    return _S.reshape(ct, shape) if tuple(ct.shape) != shape else ct
 
 
 def broadcast_to_shape(x, shape: Sequence[int]):
     """numpy-style broadcast of ``x`` to ``shape`` via broadcast_in_dim (a no-op when shapes match)."""
-    from flfun.primitives import shape as S
     shape = tuple(shape)
     if tuple(x.shape) == shape:
         return x
     lead = len(shape) - len(x.shape)
-    return S.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+    return _S.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 
 def linear_jvp(prim: Primitive) -> Callable:
@@ -190,3 +200,8 @@ def zero_jvp(prim: Primitive) -> Callable:
 
 def is_float_dtype(dt) -> bool:
     return dtypes.is_float(dt)
+
+
+# The shape and reduce families import this module; their modules are bound here by flfun/primitives/__init__.py
+# once every family is loaded (a function-level import on these hot paths costs more than the rule itself).
+_S = _R = None

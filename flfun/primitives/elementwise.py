@@ -12,9 +12,9 @@ import numpy as np
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
-from flfun.primitives.common import (Zero, broadcast_shapes, broadcast_to_shape, broadcasting_batch, check_kinds,
-                                     instantiate, is_zero, linear_jvp, naryop_abstract_eval, tangent_aval_of,
-                                     unbroadcast, vectorized_batch, zero_jvp)
+from flfun.primitives.common import (broadcast_shapes, broadcast_to_shape, broadcasting_batch, check_kinds,
+                                     instantiate, is_undefined, is_zero, linear_jvp, naryop_abstract_eval,
+                                     tangent_aval_of, unbroadcast, vectorized_batch, Zero, zero_jvp)
 
 
 def _const(like, value):
@@ -152,7 +152,7 @@ def _add_jvp(primals, tangents):
 
 @add_p.def_transpose
 def _add_transpose(ct, x, y):
-    return [unbroadcast(ct, x.aval) if _undef(x) else None, unbroadcast(ct, y.aval) if _undef(y) else None]
+    return [unbroadcast(ct, x.aval) if is_undefined(x) else None, unbroadcast(ct, y.aval) if is_undefined(y) else None]
 
 
 sub_p = _binary("sub")
@@ -175,7 +175,7 @@ def _sub_jvp(primals, tangents):
 
 @sub_p.def_transpose
 def _sub_transpose(ct, x, y):
-    return [unbroadcast(ct, x.aval) if _undef(x) else None, unbroadcast(neg(ct), y.aval) if _undef(y) else None]
+    return [unbroadcast(ct, x.aval) if is_undefined(x) else None, unbroadcast(neg(ct), y.aval) if is_undefined(y) else None]
 
 
 mul_p = _binary("mul")
@@ -197,9 +197,9 @@ def _mul_jvp(primals, tangents):
 
 @mul_p.def_transpose
 def _mul_transpose(ct, x, y):
-    if _undef(x) and _undef(y):
+    if is_undefined(x) and is_undefined(y):
         raise TypeError("mul: transpose of a product of two linear operands (the function is not linear)")
-    if _undef(x):
+    if is_undefined(x):
         return [unbroadcast(mul(ct, y), x.aval), None]
     return [None, unbroadcast(mul(x, ct), y.aval)]
 
@@ -221,7 +221,7 @@ def _div_jvp(primals, tangents):
 
 @div_p.def_transpose
 def _div_transpose(ct, x, y):
-    if _undef(y):
+    if is_undefined(y):
         raise TypeError("div: transpose with respect to the divisor (the function is not linear in it)")
     return [unbroadcast(div(ct, y), x.aval), None]
 
@@ -324,11 +324,6 @@ add, sub, mul, div, rem, pow, max, min, atan2, and_, or_, xor, shift_left, shift
         shift_right_logical_p, shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
 
 
-def _undef(x) -> bool:
-    from flfun.transforms.vjp import UndefinedPrimal
-    return type(x) is UndefinedPrimal
-
-
 # ------------------------------------------------------------------------------------------------- select_n
 select_n_p = Primitive("select_n")
 
@@ -361,12 +356,12 @@ def _select_n_jvp(primals, tangents):
 
 @select_n_p.def_transpose
 def _select_n_transpose(ct, which, *cases):
-    if _undef(which):
+    if is_undefined(which):
         raise TypeError("select_n: the selector is not a linear input")
     zeros = None
     outs = [None]
     for i, c in enumerate(cases):
-        if not _undef(c):
+        if not is_undefined(c):
             outs.append(None)
             continue
         if zeros is None:

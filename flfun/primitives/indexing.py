@@ -6,21 +6,16 @@ from __future__ import annotations
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, get_aval, is_weak, short
-from flfun.primitives.common import (Zero, instantiate, is_zero, moveaxis, moveaxis_to_front, not_mapped,
-                                     tangent_aval_of)
+from flfun.primitives.common import (instantiate, is_undefined, is_zero, moveaxis, moveaxis_to_front, not_mapped,
+                                     tangent_aval_of, Zero)
 
 MODES = ("clip", "fill", "promise_in_bounds")
 SCATTER_OPS = ("set", "add", "mul", "min", "max")
 
 
-def _undef(x) -> bool:
-    from flfun.transforms.vjp import UndefinedPrimal
-    return type(x) is UndefinedPrimal
-
-
 def _aval_of(x):
     """The aval of a rule operand: an ``UndefinedPrimal``, an array, or a raw Python scalar primal."""
-    return x.aval if _undef(x) else get_aval(x)
+    return x.aval if is_undefined(x) else get_aval(x)
 
 
 def _gather_shape(op: str, operand, indices, axes, batch_dims, mode) -> tuple[int, ...]:
@@ -68,7 +63,7 @@ def _gather_jvp(primals, tangents, *, axes, batch_dims, mode, fill_value):
 
 @gather_p.def_transpose
 def _gather_transpose(ct, operand, indices, *, axes, batch_dims, mode, fill_value):
-    if _undef(indices):
+    if is_undefined(indices):
         raise TypeError("gather: indices are not a linear input")
     return [scatter(_zeros_like(operand), indices, ct, axes=axes, batch_dims=batch_dims, mode=mode, op="add"),
             None]
@@ -189,14 +184,14 @@ def _scatter_jvp(primals, tangents, *, axes, batch_dims, mode, op):
 @scatter_p.def_transpose
 def _scatter_transpose(ct, operand, indices, updates, *, axes, batch_dims, mode, op):
     kw = dict(axes=axes, batch_dims=batch_dims, mode=mode)
-    if _undef(indices):
+    if is_undefined(indices):
         raise TypeError("scatter: indices are not a linear input")
-    if op in ("min", "max") or (op == "mul" and _undef(updates)):
+    if op in ("min", "max") or (op == "mul" and is_undefined(updates)):
         raise TypeError(f"scatter: op={op!r} is not linear in its {'updates' if op == 'mul' else 'operands'}, "
                         f"so it has no transpose")
     fill = 0 if mode == "fill" else None
-    ct_upd = gather(ct, indices, fill_value=fill, **kw) if _undef(updates) else None
-    if not _undef(operand):
+    ct_upd = gather(ct, indices, fill_value=fill, **kw) if is_undefined(updates) else None
+    if not is_undefined(operand):
         return [None, None, ct_upd]
     if op == "add":
         ct_op = ct

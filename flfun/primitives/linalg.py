@@ -10,12 +10,7 @@ from typing import NamedTuple
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
-from flfun.primitives.common import Zero, check_kinds, is_zero, tangent_aval_of
-
-
-def _undef(x) -> bool:
-    from flfun.transforms.vjp import UndefinedPrimal
-    return type(x) is UndefinedPrimal
+from flfun.primitives.common import check_kinds, is_undefined, is_zero, tangent_aval_of, Zero
 
 
 def _argsort(xs: Sequence[int]) -> tuple[int, ...]:
@@ -93,9 +88,9 @@ def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, swap_ans=False):
 
 @dot_general_p.def_transpose
 def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, preferred_element_type=None):
-    if _undef(lhs) and _undef(rhs):
+    if is_undefined(lhs) and is_undefined(rhs):
         raise TypeError("dot_general: transpose with both operands linear (the function is not linear)")
-    if _undef(lhs):
+    if is_undefined(lhs):
         return [_dot_transpose_lhs(ct, lhs.aval, rhs, dimension_numbers), None]
     (lc, rc), (lb, rb) = dimension_numbers
     return [None, _dot_transpose_lhs(ct, rhs.aval, lhs, ((rc, lc), (rb, lb)), swap_ans=True)]
@@ -293,9 +288,9 @@ def _conv_transpose_rhs(ct, lhs, rhs_aval, *, window_strides, padding, lhs_dilat
 
 @conv_general_dilated_p.def_transpose
 def _conv_general_dilated_transpose(ct, lhs, rhs, **params):
-    if _undef(lhs) and _undef(rhs):
+    if is_undefined(lhs) and is_undefined(rhs):
         raise TypeError("conv_general_dilated: transpose with both operands linear (the function is not linear)")
-    if _undef(lhs):
+    if is_undefined(lhs):
         return [_conv_transpose_lhs(ct, lhs.aval, rhs, **params), None]
     return [None, _conv_transpose_rhs(ct, lhs, rhs.aval, **params)]
 

@@ -49,7 +49,7 @@ def _reduction(name: str, kinds: str) -> Primitive:
 
 
 def _norm_axes(axes) -> tuple[int, ...]:
-    return (int(axes),) if isinstance(axes, int) else tuple(int(a) for a in axes)
+    return (int(axes),) if isinstance(axes, int) else tuple(map(int, axes))
 
 
 def _kept(x, axes) -> tuple[int, ...]:

@@ -7,20 +7,16 @@ from __future__ import annotations
 from typing import Sequence
 
 from flfun import dtypes
+from flfun.array import Array
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short, to_array
-from flfun.primitives.common import (Zero, instantiate, is_zero, linear_jvp, moveaxis, moveaxis_to_front,
-                                     not_mapped, tangent_aval_of)
+from flfun.primitives.common import (instantiate, is_undefined, is_zero, linear_jvp, moveaxis, moveaxis_to_front,
+                                     not_mapped, tangent_aval_of, Zero)
 from flfun.util import prod
-
-
-def _undef(x) -> bool:
-    from flfun.transforms.vjp import UndefinedPrimal
-    return type(x) is UndefinedPrimal
 
 
 def _shape_of(x) -> tuple[int, ...]:
     """Shape of an operand in a transpose rule (an ``UndefinedPrimal`` or a value)."""
-    return tuple(x.aval.shape if _undef(x) else x.shape)
+    return tuple(x.aval.shape if is_undefined(x) else x.shape)
 
 
 def _check_dims(op: str, x, dimensions, rank: int) -> None:
@@ -35,7 +31,6 @@ def _norm_dims(dimensions, rank: int) -> tuple[int, ...]:
 
 def full(shape, fill_value, dtype):
     """An array of ``shape`` filled with a scalar or 0-d array: ``lax.full((2, 3), 0.0, 'float32')``."""
-    from flfun.array import Array          # Tracers are Arrays too
     dtype = dtypes.canonicalize(dtype)
     if not isinstance(fill_value, Array):
         fill_value = to_array(fill_value, dtype)
@@ -97,8 +92,8 @@ def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int
         >>> lax.broadcast_in_dim(fnp.arange(3.0), (2, 3), (1,)).shape
         (2, 3)
     """
-    shape = tuple(int(d) for d in shape)
-    broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
+    shape = tuple(map(int, shape))
+    broadcast_dimensions = tuple(map(int, broadcast_dimensions))
     if shape == tuple(x.shape) and broadcast_dimensions == tuple(range(len(shape))):
         return x
     return bind(broadcast_in_dim_p, x, shape=shape, broadcast_dimensions=broadcast_dimensions)
@@ -404,7 +399,7 @@ def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
 
 @dynamic_slice_p.def_transpose
 def _dynamic_slice_transpose(ct, x, *idx, slice_sizes):
-    if any(_undef(i) for i in idx):
+    if any(is_undefined(i) for i in idx):
         raise TypeError("dynamic_slice: start indices are not linear inputs")
     return [dynamic_update_slice(full(x.aval.shape, 0, ct.dtype), ct, idx)] + [None] * len(idx)
 
@@ -483,11 +478,11 @@ def _dynamic_update_slice_jvp(primals, tangents):
 
 @dynamic_update_slice_p.def_transpose
 def _dynamic_update_slice_transpose(ct, x, update, *idx):
-    if any(_undef(i) for i in idx):
+    if any(is_undefined(i) for i in idx):
         raise TypeError("dynamic_update_slice: start indices are not linear inputs")
     u_shape = _shape_of(update)
-    ct_x = dynamic_update_slice(ct, full(u_shape, 0, ct.dtype), idx) if _undef(x) else None
-    ct_u = dynamic_slice(ct, idx, u_shape) if _undef(update) else None
+    ct_x = dynamic_update_slice(ct, full(u_shape, 0, ct.dtype), idx) if is_undefined(x) else None
+    ct_u = dynamic_slice(ct, idx, u_shape) if is_undefined(update) else None
     return [ct_x, ct_u] + [None] * len(idx)
 
 
@@ -568,10 +563,10 @@ def _pad_transpose(ct, x, pv, *, padding_config):
     limits = tuple(n - max(hi, 0) for n, (_, hi, _) in zip(full_ct.shape, padding_config))
     ct_x = slice(full_ct, starts, limits, tuple(i + 1 for _, _, i in padding_config))
     ct_pv = None
-    if _undef(pv):
+    if is_undefined(pv):
         axes = tuple(range(len(ct.shape)))
         ct_pv = sub(reduce_sum(ct, axes), reduce_sum(ct_x, axes))
-    return [ct_x if _undef(x) else None, ct_pv]
+    return [ct_x if is_undefined(x) else None, ct_pv]
 
 
 @pad_p.def_batch
@@ -631,7 +626,7 @@ def _concatenate_transpose(ct, *operands, dimension):
     out, start = [], 0
     for o in operands:
         n = _shape_of(o)[dimension]
-        out.append(_slice_in_dim(ct, start, start + n, dimension) if _undef(o) else None)
+        out.append(_slice_in_dim(ct, start, start + n, dimension) if is_undefined(o) else None)
         start += n
     return out
 
@@ -693,10 +688,10 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
 
 @sort_p.def_transpose
 def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
-    if any(_undef(k) for k in operands[:num_keys]):
+    if any(is_undefined(k) for k in operands[:num_keys]):
         raise TypeError("sort: the sort keys are not linear inputs (only the operands they carry are)")
     res = [None] * len(operands)
-    linear = [i for i in range(num_keys, len(operands)) if _undef(operands[i]) and not is_zero(cts[i])]
+    linear = [i for i in range(num_keys, len(operands)) if is_undefined(operands[i]) and not is_zero(cts[i])]
     if linear:
         keys = operands[:num_keys]
         params = dict(dimension=dimension, is_stable=is_stable, num_keys=num_keys)

@@ -14,7 +14,8 @@ recorded as well. Tests compare tape gradients with linearize + transpose for ev
 from __future__ import annotations
 
 from flfun.core import _refresh_state, _state, get_aval, wrap
-from flfun.primitives.common import Zero, instantiate, is_zero, unbroadcast
+from flfun.primitives.common import UndefinedPrimal, Zero, instantiate, is_zero, unbroadcast
+from flfun.primitives.elementwise import add
 
 # Operands in which each primitive is linear (given the others): the transpose rule gives their vjp directly.
 LINEAR_IN: dict[str, tuple[int, ...] | str] = {
@@ -44,10 +45,11 @@ class Tape:
             self.index[id(x)] = (leaf, 0)
 
     def record(self, prim, params, args, outs) -> None:
-        index = self.index
-        parents = [index.get(id(a)) for a in args]
-        if not any(parents):
+        get = self.index.get
+        parents = [get(id(a)) for a in args]
+        if parents.count(None) == len(parents):
             return
+        index = self.index
         node = TapeNode(prim, params, args, outs, parents)
         self.nodes.append(node)
         for i, o in enumerate(outs):
@@ -64,7 +66,6 @@ def node_vjp(node: TapeNode, cts: list, need: list[int]) -> dict[int, object]:
             return {0: tangent(ct, args[0], node.outs[0])}
         linear = LINEAR_IN.get(prim.name)
         if prim.transpose is not None and linear is not None and (linear == "all" or set(need) <= set(linear)):
-            from flfun.transforms.vjp import UndefinedPrimal
             out = {}
             for i in need:
                 targs = [UndefinedPrimal(get_aval(a)) if j == i else a for j, a in enumerate(args)]
@@ -102,31 +103,36 @@ def tape_vjp_flat(f, primals: list):
         acc: dict[int, object] = {}
         index = tape.index
 
-        def add(node, i, ct):
+        def accumulate(node, i, ct):
             key = (id(node), i)
             prev = acc.get(key)
             if prev is None:
                 acc[key] = ct
             else:
-                from flfun.primitives.elementwise import add as add_
-                acc[key] = add_(prev, ct)
+                acc[key] = add(prev, ct)
 
         for o, ct in zip(outs, cts):
             where = index.get(id(o))
             if where is not None and ct is not None and not is_zero(ct) and o.dtype.kind == "f":
-                add(where[0], where[1], ct)
+                accumulate(where[0], where[1], ct)
         for node in reversed(tape.nodes):
-            node_cts = [acc.pop((id(node), i), None) for i in range(len(node.outs))]
-            if all(c is None for c in node_cts):
-                continue
-            need = [i for i, (p, a) in enumerate(zip(node.parents, node.args))
-                    if p is not None and a.dtype.kind == "f"]
+            key = id(node)
+            if len(node.outs) == 1:
+                ct = acc.pop((key, 0), None)
+                if ct is None:
+                    continue
+                node_cts = [ct]
+            else:
+                node_cts = [acc.pop((key, i), None) for i in range(len(node.outs))]
+                if all(c is None for c in node_cts):
+                    continue
+            need = [i for i, p in enumerate(node.parents) if p is not None and node.args[i].dtype.kind == "f"]
             if not need:
                 continue
             for i, ct in node_vjp(node, node_cts, need).items():
                 if ct is not None and not is_zero(ct):
                     parent, j = node.parents[i]
-                    add(parent, j, ct)
+                    accumulate(parent, j, ct)
         grads = [acc.get((id(leaf), 0)) for leaf in tape.leaves]
         return [Zero(get_aval(p)) if g is None else g for g, p in zip(grads, primals)]
 

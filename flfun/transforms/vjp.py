@@ -13,24 +13,15 @@ from flfun.array import Array
 from flfun.config import config
 from flfun.core import ShapedArray, _state, get_aval, missing_rule
 from flfun.ir import Literal, Program
-from flfun.primitives.common import Zero, instantiate, is_zero
+from flfun.primitives.common import UndefinedPrimal, Zero, instantiate, is_zero
+from flfun.primitives.elementwise import add
+from flfun.primitives.shape import full as full_array
+from flfun.transforms.tape import tape_vjp_flat
 from flfun.transforms.jvp import as_arrays, flatten_fun, linearize_flat
 from flfun.tree import tree_flatten, tree_map, tree_structure, tree_unflatten
 
 
-class UndefinedPrimal:
-    """Marks a linear input of an equation during transposition (its value is what we solve for)."""
-    __slots__ = ("aval",)
-
-    def __init__(self, aval: ShapedArray):
-        self.aval = aval
-
-    def __repr__(self):
-        return f"UndefinedPrimal({self.aval.str_short()})"
-
-
 def add_cotangents(a, b):
-    from flfun.primitives.elementwise import add
     if is_zero(a):
         return b
     if is_zero(b):
@@ -82,9 +73,12 @@ def vjp_flat(f: Callable, primals: list):
     """``(outputs, f_vjp)`` for a flat function: on the eager tape when nothing is being traced and every
     primal is concrete (fast), else by linearize + transpose (works under any transform)."""
     primals = as_arrays(primals)
-    if _state.eager and config.eager_tape and all(type(p) is Array for p in primals):
-        from flfun.transforms.tape import tape_vjp_flat
-        return tape_vjp_flat(f, primals)
+    if _state.eager and config.eager_tape:   # as_arrays made every primal an Array (maybe a Tracer)
+        for p in primals:
+            if type(p) is not Array:
+                break
+        else:
+            return tape_vjp_flat(f, primals)
     return vjp_flat_linearized(f, primals)
 
 
@@ -138,6 +132,8 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
 
 
 def _check_argnums(fname, argnums, nargs):
+    if type(argnums) is int and -nargs <= argnums < nargs:
+        return (argnums % nargs,), False
     multiple = isinstance(argnums, (tuple, list))
     nums = tuple(argnums) if multiple else (argnums,)
     for n in nums:
@@ -181,7 +177,6 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
             what = aval.str_short() if aval is not None else f"a {type(out).__name__}"
             raise TypeError(f"grad: the function must return a float scalar, got {what}; use jacrev or vjp "
                             f"for non-scalar outputs")
-        from flfun.primitives.shape import full as full_array
         cts = f_vjp([full_array((), 1, aval.dtype)])
         grads = tree_unflatten(tree, [instantiate(c) for c in cts])
         grads = grads if multiple else grads[0]
