@@ -27,6 +27,7 @@ from flfun.devices import (device_count, device_put, device_put_replicated, devi
                            set_cpu_device_count)
 from flfun.sharded import ShardedArray  # noqa: E402
 from flfun.transforms.pmap import pmap  # noqa: E402
+from flfun import checkpoint, nn, optim, random  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = [
@@ -36,5 +37,5 @@ __all__ = [
     "tree_unflatten", "tree_leaves", "tree_structure", "ConcretizationError", "UnexpectedTracerError",
     "numpy", "lax", "from_dlpack", "profile", "jit", "make_ir", "pmap", "distributed", "devices", "local_devices",
     "device_count", "local_device_count", "process_index", "process_count", "set_cpu_device_count", "device_put",
-    "device_put_sharded", "device_put_replicated", "ShardedArray",
+    "device_put_sharded", "device_put_replicated", "ShardedArray", "random", "nn", "optim", "checkpoint",
 ]
