@@ -61,6 +61,28 @@ def _raw(c, device):
     return np.asarray(c) if device is None else device.put(np.asarray(c))
 
 
+def setup_arena(owner, program: Program, device, plan: MemoryPlan | None, donated: tuple = ()):
+    """``(plan to generate from, arena block, arena buffer)`` for ``owner``: with ``plan=None`` an unplanned plan
+    (every impl allocates) and no arena; otherwise one arena of ``plan.arena_bytes`` from the device's allocator,
+    freed when ``owner`` is collected."""
+    if plan is None:
+        return plan_program(program, lambda e: False, donated), None, None
+    if not plan.arena_bytes:
+        return plan, None, None
+    from flfun.memory import get_allocator
+    alloc = get_allocator(device)
+    block = alloc.malloc(plan.arena_bytes)
+    weakref.finalize(owner, alloc.free, block)
+    return plan, block, block.buffer
+
+
+def load(source: str, names: dict, filename: str) -> Callable:
+    """The ``run`` function of generated ``source``, its closure bound to ``names``' values."""
+    scope: dict = {}
+    exec(compile(source, filename, "exec"), scope)
+    return scope["_factory"](*names.values())
+
+
 class Executable:
     """A compiled program: ``exe(*raw_inputs) -> list of raw outputs`` (numpy/cupy buffers).
 
@@ -72,20 +94,9 @@ class Executable:
                  donated: tuple = ()):
         self.program, self.device, self.plan, self.donated = program, device, plan, tuple(donated)
         backend = device.backend if device is not None else "numpy"
-        self._block = None
-        self.arena = None
-        if plan is None:
-            plan = plan_program(program, lambda e: False, donated)
-        elif plan.arena_bytes:
-            from flfun.memory import get_allocator
-            alloc = get_allocator(device)
-            self._block = alloc.malloc(plan.arena_bytes)
-            self.arena = self._block.buffer
-            weakref.finalize(self, alloc.free, self._block)
+        plan, self._block, self.arena = setup_arena(self, program, device, plan, donated)
         self.source, names = _generate(program, plan, backend, consts, device, self.arena)
-        scope: dict = {}
-        exec(compile(self.source, f"<flfun.jit {id(self):x}>", "exec"), scope)
-        self._run = scope["_factory"](*names.values())
+        self._run = load(self.source, names, f"<flfun.jit {id(self):x}>")
         self._lock = threading.Lock()
         self._fallback: Executable | None = None
         self._consts = consts
@@ -97,9 +108,7 @@ class Executable:
         source, names = _generate(self.program, self.plan or plan_program(self.program, lambda e: False),
                                   self.device.backend if self.device is not None else "numpy", self._consts,
                                   self.device, self.arena, timed=clock)
-        scope: dict = {}
-        exec(compile(source, "<flfun.jit profile>", "exec"), scope)
-        run, times = scope["_factory"](*names.values()), names["_times"]
+        run, times = load(source, names, "<flfun.jit profile>"), names["_times"]
         runs = []
         for _ in range(repeat):
             times.clear()
@@ -120,133 +129,151 @@ class Executable:
         return self._fallback(*args)
 
 
+class CodeGen:
+    """The state one code generation shares between the CPU and device executors: the closure values by name
+    (``bound``), the Python name of every value (``atom``), arena views (``target``), last uses (``dead``), the
+    output copies (``outputs``) and the final ``_factory`` source (``source``)."""
+
+    def __init__(self, program: Program, plan: MemoryPlan, consts: list, device, arena, names: dict | None = None):
+        self.program, self.device, self.arena = program, device, arena
+        self.names: dict[str, Any] = {} if names is None else names
+        self._by_id: dict[int, str] = {}
+        self.roots, self.var_roots = plan.roots, plan.var_roots
+        self.offsets = {b.id: b.offset for b in plan.buffers}
+        self.views: dict[int, str] = {}        # arena root id -> name of its view
+        self.var_names = {v.id: f"a{i}" for i, v in enumerate(program.invars)}
+        for v, c in zip(program.constvars, consts):
+            self.var_names[v.id] = self.bound("k", _raw(c, device))
+        self.last = {}
+        for i, e in enumerate(program.eqns):
+            for v in e.inputs:
+                if type(v) is Var:
+                    self.last[v.id] = i
+        self.outset = {v.id for v in program.outvars if type(v) is Var}
+
+    def bound(self, prefix: str, value) -> str:
+        """The closure variable holding ``value`` (one per object)."""
+        key = id(value)
+        name = self._by_id.get(key)
+        if name is not None and self.names[name] is value:
+            return name
+        name = f"{prefix}{len(self.names)}"
+        self.names[name] = value
+        self._by_id[key] = name
+        return name
+
+    def atom(self, v) -> str:
+        return self.bound("c", v.val) if type(v) is Literal else self.var_names[v.id]
+
+    def lhs(self, e: Eqn) -> str:
+        """Names ``e``'s outputs and returns the left-hand side of its assignment."""
+        outs = [f"v{v.id}" for v in e.outputs]
+        for v, n in zip(e.outputs, outs):
+            self.var_names[v.id] = n
+        return ", ".join(outs) + ("," if e.prim.multiple_results and len(outs) == 1 else "")
+
+    def target(self, v) -> str | None:
+        """The buffer the planner gave ``v`` to be written with ``out=`` (an arena view or a donated input)."""
+        rs = self.var_roots.get(v.id, ())
+        if len(rs) != 1:
+            return None
+        r = self.roots[next(iter(rs))]
+        if v.id not in r.exact:
+            return None
+        if r.kind == "arena":
+            if r.id not in self.views:
+                off = self.offsets[r.id]
+                if self.arena is None:                 # only empty buffers were planned
+                    view = getattr(self.device, "xp", np).empty(v.aval.shape, v.aval.dtype)
+                else:
+                    view = self.arena[off:off + v.aval.nbytes].view(v.aval.dtype).reshape(v.aval.shape)
+                self.views[r.id] = self.bound("b", view)
+            return self.views[r.id]
+        if r.kind == "input" and r.donated:
+            return f"a{r.index}"
+        return None
+
+    def dead(self, e: Eqn, i: int) -> list[str]:
+        """A ``del`` of the values equation ``i`` read last that an impl allocated itself, so their memory goes
+        back early."""
+        roots, var_roots, names = self.roots, self.var_roots, self.var_names
+        dead = [names[v.id] for v in e.inputs if type(v) is Var and self.last.get(v.id) == i
+                and v.id not in self.outset and names[v.id].startswith("v")
+                and any(roots[r].kind == "heap" for r in var_roots[v.id])]
+        return [f"del {', '.join(dict.fromkeys(dead))}"] if dead else []
+
+    def outputs(self, may_share: Callable = np.may_share_memory, literal: Callable | None = None) -> list[str]:
+        """Return statements that copy any output that may share memory with the arena, a non-donated input, a
+        constant or an earlier output: exact aliases are copied outright, values an impl made are checked.
+        ``literal(v)`` is the expression returned for a literal output (default: the literal itself)."""
+        roots, var_roots, atom = self.roots, self.var_roots, self.atom
+        lines, outs = [], []
+        claimed: dict[int, str] = {}       # root id -> name of the earlier output holding it
+        msm = self.bound("_may_share", may_share)
+        for j, v in enumerate(self.program.outvars):
+            name = f"o{j}"
+            outs.append(name)
+            if type(v) is Literal:
+                lines.append(f"{name} = {atom(v) if literal is None else literal(v)}")
+                continue
+            rs = var_roots[v.id]
+            risky = []
+            for r in sorted(rs):
+                root = roots[r]
+                if r in claimed:
+                    risky.append(claimed[r])
+                if root.kind == "arena":
+                    risky.append(self.bound("A", self.arena))
+                elif root.kind == "input" and not root.donated:
+                    risky.append(f"a{root.index}")
+                elif root.kind == "const":
+                    risky.append(atom(self.program.constvars[root.index]))
+            exact = any(v.id in roots[r].exact and (roots[r].kind in ("arena", "const") or r in claimed or
+                                                    (roots[r].kind == "input" and not roots[r].donated))
+                        for r in rs)
+            src = atom(v)
+            if exact:
+                lines.append(f"{name} = {src}.copy()")
+            elif risky:
+                cond = " or ".join(f"{msm}({src}, {x})" for x in dict.fromkeys(risky))
+                lines.append(f"{name} = {src}.copy() if {cond} else {src}")
+            else:
+                lines.append(f"{name} = {src}")
+            for r in rs:
+                claimed.setdefault(r, name)
+        lines.append(f"return [{', '.join(outs)}]")
+        return lines
+
+    def source(self, body: list[str]) -> str:
+        """Source of ``_factory(*closure_values) -> run`` with ``body`` as ``run``'s body."""
+        params = ", ".join(f"a{i}" for i in range(len(self.program.invars)))
+        src = [f"def _factory({', '.join(self.names)}):", f"    def run({params}):"]
+        src += [f"        {line}" for line in body] + ["    return run"]
+        return "\n".join(src) + "\n"
+
+
 def _generate(program: Program, plan: MemoryPlan, backend: str, consts: list, device, arena, timed=None):
     """Source of ``_factory(*closure_values) -> run`` and the closure values by name (with ``timed``, ``run``
     also appends each equation's wall time to the list ``_times``)."""
-    names: dict[str, Any] = {"_clock": timed, "_times": []} if timed else {}
-    by_id: dict[int, str] = {}
-
-    def bound(prefix: str, value) -> str:
-        key = id(value)
-        if key in by_id and names[by_id[key]] is value:
-            return by_id[key]
-        name = f"{prefix}{len(names)}"
-        names[name] = value
-        by_id[key] = name
-        return name
-
-    roots, var_roots = plan.roots, plan.var_roots
-    offsets = {b.id: b.offset for b in plan.buffers}
-    views: dict[int, str] = {}        # arena root id -> name of its view
-    var_names: dict[int, str] = {}
-    for i, v in enumerate(program.invars):
-        var_names[v.id] = f"a{i}"
-    for v, c in zip(program.constvars, consts):
-        var_names[v.id] = bound("k", _raw(c, device))
-
-    def atom(v) -> str:
-        return bound("c", v.val) if type(v) is Literal else var_names[v.id]
-
-    last = {}
-    for i, e in enumerate(program.eqns):
-        for v in e.inputs:
-            if type(v) is Var:
-                last[v.id] = i
-    outset = {v.id for v in program.outvars if type(v) is Var}
+    g = CodeGen(program, plan, consts, device, arena, {"_clock": timed, "_times": []} if timed else None)
     body = []
     for i, e in enumerate(program.eqns):
         fn = impl_for(e.prim, backend)
-        impl = bound("f", fn)
-        args = [atom(v) for v in e.inputs]
-        args += [f"{k}={bound('p', p)}" for k, p in e.params.items()]
-        outs = [f"v{v.id}" for v in e.outputs]
-        for v, n in zip(e.outputs, outs):
-            var_names[v.id] = n
-        target = _out_target(e, roots, var_roots, views, offsets, arena, bound, device)
+        impl = g.bound("f", fn)
+        args = [g.atom(v) for v in e.inputs]
+        args += [f"{k}={g.bound('p', p)}" for k, p in e.params.items()]
+        lhs = g.lhs(e)
+        target = g.target(e.outputs[0]) if len(e.outputs) == 1 else None
         if target is not None:           # a ufunc takes out= positionally (a little faster)
             args.append(target if isinstance(fn, np.ufunc) and not e.params else f"out={target}")
-        lhs = ", ".join(outs) + ("," if e.prim.multiple_results and len(outs) == 1 else "")
         if timed:
             body.append("_t = _clock()")
         body.append(f"{lhs} = {impl}({', '.join(args)})")
         if timed:
             body.append("_times.append(_clock() - _t)")
-        # drop values the impl allocated itself once they are dead, so their memory goes back early
-        dead = [var_names[v.id] for v in e.inputs if type(v) is Var and last.get(v.id) == i
-                and v.id not in outset and var_names[v.id].startswith("v")
-                and any(roots[r].kind == "heap" for r in var_roots[v.id])]
-        if dead:
-            body.append(f"del {', '.join(dict.fromkeys(dead))}")
-    body += _outputs(program, roots, var_roots, arena, bound, atom)
-    params = ", ".join(f"a{i}" for i in range(len(program.invars)))
-    src = [f"def _factory({', '.join(names)}):", f"    def run({params}):"]
-    src += [f"        {line}" for line in body]
-    src += ["    return run"]
-    return "\n".join(src) + "\n", names
+        body += g.dead(e, i)
+    body += g.outputs()
+    return g.source(body), g.names
 
 
-def _out_target(e: Eqn, roots, var_roots, views, offsets, arena, bound, device) -> str | None:
-    if len(e.outputs) != 1:
-        return None
-    v = e.outputs[0]
-    rs = var_roots[v.id]
-    if len(rs) != 1:
-        return None
-    r = roots[next(iter(rs))]
-    if v.id not in r.exact:
-        return None
-    if r.kind == "arena":
-        if r.id not in views:
-            off = offsets[r.id]
-            if arena is None:                 # only empty buffers were planned
-                view = getattr(device, "xp", np).empty(v.aval.shape, v.aval.dtype)
-            else:
-                view = arena[off:off + v.aval.nbytes].view(v.aval.dtype).reshape(v.aval.shape)
-            views[r.id] = bound("b", view)
-        return views[r.id]
-    if r.kind == "input" and r.donated:
-        return f"a{r.index}"
-    return None
-
-
-def _outputs(program: Program, roots, var_roots, arena, bound, atom) -> list[str]:
-    """Return statements that copy any output that may share memory with the arena, a non-donated input, a
-    constant or an earlier output: exact aliases are copied outright, values an impl made are checked."""
-    lines, outs = [], []
-    claimed: dict[int, str] = {}       # root id -> name of the earlier output holding it
-    msm = bound("_may_share", np.may_share_memory)
-    for j, v in enumerate(program.outvars):
-        name = f"o{j}"
-        outs.append(name)
-        if type(v) is Literal:
-            lines.append(f"{name} = {atom(v)}")
-            continue
-        rs = var_roots[v.id]
-        risky = []
-        for r in sorted(rs):
-            root = roots[r]
-            if r in claimed:
-                risky.append(claimed[r])
-            if root.kind == "arena":
-                risky.append(bound("A", arena))
-            elif root.kind == "input" and not root.donated:
-                risky.append(f"a{root.index}")
-            elif root.kind == "const":
-                risky.append(atom(program.constvars[root.index]))
-        exact = any(v.id in roots[r].exact and (roots[r].kind in ("arena", "const") or r in claimed or
-                                                (roots[r].kind == "input" and not roots[r].donated)) for r in rs)
-        src = atom(v)
-        if exact:
-            lines.append(f"{name} = {src}.copy()")
-        elif risky:
-            cond = " or ".join(f"{msm}({src}, {x})" for x in dict.fromkeys(risky))
-            lines.append(f"{name} = {src}.copy() if {cond} else {src}")
-        else:
-            lines.append(f"{name} = {src}")
-        for r in rs:
-            claimed.setdefault(r, name)
-    lines.append(f"return [{', '.join(outs)}]")
-    return lines
-
-
-__all__ = ["Executable", "accepts_out", "writes_out", "impl_for"]
+__all__ = ["CodeGen", "Executable", "accepts_out", "impl_for", "load", "setup_arena", "writes_out"]
