@@ -58,3 +58,21 @@ def test_tape_output_is_an_input():
     gx, gy = f_vjp((fnp.ones(2), fnp.ones(2)))
     np.testing.assert_allclose(gx, 1.0)
     np.testing.assert_allclose(gy, 2.0)
+
+
+def test_operator_fast_paths_record_on_the_tape():
+    """flfun.numpy's eager fast paths (operators, full sums) must record on the tape like any evaluation."""
+    def f(x, y):
+        return fnp.sum((2.0 - x) * y / 3.0 + x * x - 1) + fnp.sum(y * 2)
+    x, y = fnp.asarray([0.5, -1.0, 2.0]), fnp.asarray([1.5, 0.25, -3.0])
+    grads = {}
+    for tape in (True, False):
+        old = config.eager_tape
+        config.eager_tape = tape
+        try:
+            grads[tape] = fl.grad(f, argnums=(0, 1))(x, y)
+        finally:
+            config.eager_tape = old
+    for a, b in zip(grads[True], grads[False]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    np.testing.assert_allclose(grads[True][0], -np.asarray(y) / 3 + 2 * np.asarray(x), rtol=1e-6)

@@ -19,6 +19,9 @@ from flfun.primitives import elementwise as lax
 
 
 
+_NO_PARAMS: dict = {}
+
+
 def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = ""):
     impls = prim.impls
     new = object.__new__
@@ -26,7 +29,7 @@ def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = ""):
     def op(x1, x2, /):
         t1, t2 = type(x1), type(x2)
         if t1 is Array and t2 is Array:
-            if _state.eager:
+            if _state.evaluate:
                 v1, v2, dev = x1._value, x2._value, x1._device
                 dt = v1.dtype
                 if v2.dtype is dt and x2._device is dev and dt.kind in kinds:
@@ -38,8 +41,10 @@ def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = ""):
                         a = new(Array)
                         a._value = out
                         a._device = dev
+                        if _state.tape is not None:   # an eager grad is recording
+                            _state.tape.record(prim, _NO_PARAMS, (x1, x2), (a,))
                         return a
-        elif (t1 is Array or t2 is Array) and _state.eager:
+        elif (t1 is Array or t2 is Array) and _state.evaluate:
             x, scalar = (x1, x2) if t1 is Array else (x2, x1)
             ts = type(scalar)
             v, dev = x._value, x._device
@@ -54,6 +59,9 @@ def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = ""):
                     a = new(Array)
                     a._value = out
                     a._device = dev
+                    if _state.tape is not None:
+                        c = wrap(s, dev)
+                        _state.tape.record(prim, _NO_PARAMS, (x, c) if t1 is Array else (c, x), (a,))
                     return a
         return lax_fn(*promote(name, x1, x2))
     op.__name__ = name

@@ -72,10 +72,14 @@ def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
         >>> fnp.sum(fnp.asarray([[1, 2], [3, 4]], dtype="int32"), axis=0).tolist()   # int64 result
         [4, 6]
     """
-    if _state.eager and type(x) is Array and axis is None and dtype is None and not keepdims \
+    if _state.evaluate and type(x) is Array and axis is None and dtype is None and not keepdims \
             and x._value.dtype.kind == "f":   # the common full float sum, straight to the impl (benchmark W1)
         v = x._value
-        return wrap(_reduce_sum_impls[x._device.backend](v, axes=tuple(range(v.ndim))), x._device)
+        params = {"axes": tuple(range(v.ndim))}
+        out = wrap(_reduce_sum_impls[x._device.backend](v, **params), x._device)
+        if _state.tape is not None:           # an eager grad is recording
+            _state.tape.record(lax_reduce.reduce_sum_p, params, (x,), (out,))
+        return out
     if isinstance(x, Array) and axis is None and dtype is None and not keepdims and x.dtype.kind == "f":
         return lax_reduce.reduce_sum(x, tuple(range(len(x.shape))))
     x = asarray_like(x)
