@@ -1,15 +1,22 @@
 """Shape impls against an array module ``xp`` (views where numpy gives them: arrays are immutable)."""
 from __future__ import annotations
 
+import math
+
 
 def impls(xp) -> dict:
     stable = {"kind": "stable"} if xp.__name__ == "numpy" else {}   # cupy's sorts are always stable
 
     def broadcast_in_dim(x, *, shape, broadcast_dimensions):
         expanded = [1] * len(shape)
-        for d, b in zip(xp.shape(x), broadcast_dimensions):
+        for d, b in zip(x.shape, broadcast_dimensions):
             expanded[b] = d
-        return xp.broadcast_to(xp.reshape(x, expanded), shape)
+        x = x.reshape(expanded)
+        if math.prod(shape) <= 4096:        # small: a filled copy is cheaper than numpy's Python-level broadcast_to
+            out = xp.empty(shape, x.dtype)
+            out[...] = x
+            return out
+        return xp.broadcast_to(x, shape)    # large: a stride-0 view (arrays are immutable, so sharing is safe)
 
     def iota(*, dtype, shape, dimension, device=None):
         r = xp.arange(shape[dimension], dtype=dtype)
