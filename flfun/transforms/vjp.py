@@ -152,7 +152,10 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     """
     def vg(*args, **kwargs):
         nums, multiple = _check_argnums("grad", argnums, len(args))
-        leaves, tree = tree_flatten(tuple(args[n] for n in nums))
+        if not multiple and isinstance(args[nums[0]], Array):   # one array argument: no pytree work
+            leaves, tree = [args[nums[0]]], None
+        else:
+            leaves, tree = tree_flatten(tuple(args[n] for n in nums))
         for i, leaf in enumerate(leaves):
             dt = leaf.dtype if isinstance(leaf, Array) else get_aval(leaf).dtype
             if dt.kind != "f":
@@ -163,7 +166,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
 
         def flat_f(*leaves_in):
             full = list(args)
-            for n, v in zip(nums, tree_unflatten(tree, leaves_in)):
+            for n, v in zip(nums, leaves_in if tree is None else tree_unflatten(tree, leaves_in)):
                 full[n] = v
             out = f(*full, **kwargs)
             if has_aux:
@@ -178,6 +181,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
             raise TypeError(f"grad: the function must return a float scalar, got {what}; use jacrev or vjp "
                             f"for non-scalar outputs")
         cts = f_vjp([full_array((), 1, aval.dtype)])
+        if tree is None:
+            return ((out, aux_box[0]) if has_aux else out), instantiate(cts[0])
         grads = tree_unflatten(tree, [instantiate(c) for c in cts])
         grads = grads if multiple else grads[0]
         return ((out, aux_box[0]) if has_aux else out), grads
