@@ -25,24 +25,27 @@ _NO_PARAMS: dict = {}
 def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = ""):
     impls = prim.impls
     new = object.__new__
+    ok = frozenset(d for d in dtypes.SUPPORTED if d.kind in kinds)   # a set test is cheaper than dt.kind in kinds
 
     def op(x1, x2, /):
         t1, t2 = type(x1), type(x2)
         if t1 is Array and t2 is Array:
-            if _state.evaluate:
-                v1, v2, dev = x1._value, x2._value, x1._device
+            st = _state
+            if st.evaluate:
+                v1 = x1._value
                 dt = v1.dtype
-                if v2.dtype is dt and x2._device is dev and dt.kind in kinds:
+                dev = x1._device
+                if x2._value.dtype is dt and x2._device is dev and dt in ok:
                     try:
-                        out = impls[dev.backend](v1, v2)
+                        out = impls[dev.backend](v1, x2._value)
                     except Exception:
                         pass   # the general path below gives the clear error
                     else:
                         a = new(Array)
                         a._value = out
                         a._device = dev
-                        if _state.tape is not None:   # an eager grad is recording
-                            _state.tape.record(prim, _NO_PARAMS, (x1, x2), (a,))
+                        if st.tape is not None:   # an eager grad is recording
+                            st.tape.record(prim, _NO_PARAMS, (x1, x2), (a,))
                         return a
         elif (t1 is Array or t2 is Array) and _state.evaluate:
             x, scalar = (x1, x2) if t1 is Array else (x2, x1)
