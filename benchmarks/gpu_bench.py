@@ -12,7 +12,6 @@ WORKLOADS: a comma-separated subset of w1, w3s, w3b, w6s, w6b) and ``python -m b
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
 import sys
@@ -25,7 +24,6 @@ W3 = {"w3s": dict(sizes=(784, 1024, 1024, 10), B=256, check=[3.10194, 2.78428, 2
       "w3b": dict(sizes=(4096, 4096, 4096, 10), B=8192, check=None, T=0.3)}
 W6 = {"w6s": dict(V=96, D=128, H=4, L=2, F=512, S=128, B=16, check=[4.59682, 4.5259, 4.4662], T=0.2),
       "w6b": dict(V=96, D=1024, H=16, L=8, F=4096, S=1024, B=8, check=None, T=0.4)}
-LR3, LR6, B1, B2, EPS, WD = 0.01, 3e-4, 0.9, 0.999, 1e-8, 0.01
 GFLOP = {"w3s": 2.448}
 TITLES = {"w1": "W1: eager dispatch (x + y and sum(x*y + 1) on 100 floats)",
           "w3s": "W3 small: MLP training step 784-1024-1024-10, batch 256",
@@ -86,26 +84,6 @@ def w1_data():
     return rng.standard_normal(100, dtype=np.float32), rng.standard_normal(100, dtype=np.float32)
 
 
-def w3_data(sizes, B):
-    rng = np.random.default_rng(3)
-    params = []
-    for fi, fo in zip(sizes, sizes[1:]):
-        params.append((rng.standard_normal((fi, fo), dtype=np.float32) * np.float32(np.sqrt(2 / fi)),
-                       np.zeros((fo,), np.float32)))
-    x = rng.standard_normal((B, sizes[0]), dtype=np.float32)
-    return params, x, rng.integers(0, sizes[-1], B).astype(np.int32)
-
-
-def w6_data(V, D, H, L, F, S, B, **_):
-    rng = np.random.default_rng(6)
-    n = lambda *shape: rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
-    wte, wpe = n(V, D), n(S, D)
-    layers = [dict(w_qkv=n(D, 3 * D), w_o=n(D, D), w_fc=n(D, F), w_proj=n(F, D)) for _ in range(L)]
-    w_head = n(D, V)
-    tokens = rng.integers(0, V, (B, S + 1)).astype(np.int32)
-    return wte, wpe, layers, w_head, tokens[:, :S], tokens[:, 1:]
-
-
 # --------------------------------------------------------------------------------------------------- flfun
 def run_flfun(workload):
     import flfun as fl
@@ -125,29 +103,27 @@ def run_flfun(workload):
                  gpu_time(lambda: jchain(x, y), sync, 0.1))
         return
     if workload in W3:
+        from benchmarks.w3_mlp import data
         from benchmarks.w3_mlp import flfun_step as step
         cfg = W3[workload]
-        pn, xn, yn = w3_data(cfg["sizes"], cfg["B"])
+        pn, xn, yn = data(cfg["sizes"], cfg["B"])
         x, y = fnp.asarray(xn, device=dev), fnp.asarray(yn, device=dev)
         fresh = lambda: [(fnp.asarray(w, device=dev), fnp.asarray(b, device=dev)) for w, b in pn]
         call = lambda f, s: f(s, x, y)
         jstep = fl.jit(step, donate_argnums=0)
     else:
-        from flfun import optim
-        from models.transformer import loss_fn
+        from benchmarks.w6_transformer import data, flfun_model, flfun_step_fn
         cfg = W6[workload]
-        wte, wpe, layers, w_head, xn, yn = w6_data(**cfg)
+        wte, wpe, layers, w_head, xn, yn = data(**cfg)
         x, y = fnp.asarray(xn, device=dev), fnp.asarray(yn, device=dev)
-        opt = optim.adamw(LR6, B1, B2, EPS, weight_decay=WD)
+        opt, w6_step = flfun_step_fn(x, y)
 
         def step(state):
-            model, opt_state = state
-            loss, grads = fl.value_and_grad(loss_fn)(model, x, y)
-            updates, opt_state = opt.update(grads, opt_state, model)
-            return (optim.apply_updates(model, updates), opt_state), loss
+            model, opt_state, loss = w6_step(*state)
+            return (model, opt_state), loss
 
         def fresh():
-            model = flfun_gpt(cfg, wte, wpe, layers, w_head, dev)
+            model = flfun_model(wte, wpe, layers, w_head, cfg, dev)
             return model, opt.init(model)
         call = lambda f, s: f(s)
         jstep = fl.jit(step, donate_argnums=0)
@@ -181,23 +157,6 @@ def run_flfun(workload):
     config.tf32, config.cuda_graphs = False, True
 
 
-def flfun_gpt(cfg, wte, wpe, layers, w_head, dev):
-    """``models.transformer.GPT`` holding W6's initial weights (biases 0, LN gains 1) on ``dev``."""
-    import flfun.numpy as fnp
-    import flfun.random as fr
-    from models.transformer import GPT, GPTConfig
-    a = lambda v: fnp.asarray(v, device=dev)
-    model = GPT(GPTConfig(cfg["V"], cfg["D"], cfg["H"], cfg["L"], cfg["F"] // cfg["D"], cfg["S"]), key=fr.key(0))
-    blocks = []
-    for blk, w in zip(model.blocks, layers):
-        attn = blk.attn.replace(qkv=blk.attn.qkv.replace(weight=a(w["w_qkv"])),
-                                out=blk.attn.out.replace(weight=a(w["w_o"])))
-        blocks.append(blk.replace(attn=attn, fc=blk.fc.replace(weight=a(w["w_fc"])),
-                                  proj=blk.proj.replace(weight=a(w["w_proj"]))))
-    return model.replace(wte=model.wte.replace(weight=a(wte)), wpe=a(wpe), blocks=tuple(blocks),
-                         head=model.head.replace(weight=a(w_head)))
-
-
 # ---------------------------------------------------------------------------------------------------- cupy
 def run_cupy(workload):
     import cupy as cp
@@ -209,11 +168,12 @@ def run_cupy(workload):
         return
     if workload not in W3:
         return
+    from benchmarks.w3_mlp import data, hand_step
     cfg = W3[workload]
-    pn, xn, yn = w3_data(cfg["sizes"], cfg["B"])
+    pn, xn, yn = data(cfg["sizes"], cfg["B"])
     params = [(cp.asarray(w), cp.asarray(b)) for w, b in pn]
     x, y = cp.asarray(xn), cp.asarray(yn)
-    step = cupy_step(cp)
+    step = hand_step(cp)
     losses, state = [], params
     for _ in range(3):
         state, loss = step(state, x, y)
@@ -226,38 +186,9 @@ def run_cupy(workload):
          check_note(losses, cfg["check"], "fp32"))
 
 
-def cupy_step(cp):
-    """W3's step written by hand in cupy (the numpy floor's code on the GPU)."""
-    def step(params, x, y):
-        (w1, b1), (w2, b2), (w3, b3) = params
-        a1 = x @ w1 + b1
-        h1 = cp.maximum(a1, 0)
-        a2 = h1 @ w2 + b2
-        h2 = cp.maximum(a2, 0)
-        z = h2 @ w3 + b3
-        m = z.max(axis=1, keepdims=True)
-        e = cp.exp(z - m)
-        s = e.sum(axis=1, keepdims=True)
-        rows = cp.arange(len(y))
-        loss = cp.mean(cp.log(s[:, 0]) + m[:, 0] - z[rows, y])
-        dz = e / s
-        dz[rows, y] -= 1
-        dz /= cp.float32(len(y))
-        gw3, gb3 = h2.T @ dz, dz.sum(0)
-        d2 = (dz @ w3.T) * (a2 > 0)
-        gw2, gb2 = h1.T @ d2, d2.sum(0)
-        d1 = (d2 @ w2.T) * (a1 > 0)
-        gw1, gb1 = x.T @ d1, d1.sum(0)
-        grads = [(gw1, gb1), (gw2, gb2), (gw3, gb3)]
-        lr = cp.float32(LR3)
-        return [(w - lr * gw, b - lr * gb) for (w, b), (gw, gb) in zip(params, grads)], loss
-    return step
-
-
 # --------------------------------------------------------------------------------------------------- torch
 def run_torch(workload):
     import torch
-    import torch.nn.functional as Fn
     sync = (lambda: None) if DRY else torch.cuda.synchronize
     cuda = torch.device("cpu" if DRY else "cuda")
     if workload == "w1":
@@ -268,67 +199,19 @@ def run_torch(workload):
     for prec in ("fp32", "tf32"):
         torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
         if workload in W3:
+            from benchmarks.w3_mlp import data, torch_params, torch_step
             cfg = W3[workload]
-            pn, xn, yn = w3_data(cfg["sizes"], cfg["B"])
-            params = [(torch.from_numpy(w.T.copy()).to(cuda).requires_grad_(),
-                       torch.from_numpy(b).to(cuda).requires_grad_()) for w, b in pn]
+            pn, xn, yn = data(cfg["sizes"], cfg["B"])
+            params = torch_params(pn, cuda)
             x, y = torch.from_numpy(xn).to(cuda), torch.from_numpy(yn).to(cuda).long()
-
-            def step():
-                h = x
-                for i, (w, b) in enumerate(params):
-                    h = Fn.linear(h, w, b)
-                    if i < len(params) - 1:
-                        h = torch.relu(h)
-                loss = Fn.cross_entropy(h, y)
-                loss.backward()
-                with torch.no_grad():
-                    for w, b in params:
-                        w -= LR3 * w.grad
-                        b -= LR3 * b.grad
-                        w.grad = b.grad = None
-                return loss.detach()
+            step = lambda: torch_step(params, x, y)[1]
         else:
+            from benchmarks.w6_transformer import torch_step_fn
             cfg = W6[workload]
-            step = torch_w6_step(torch, Fn, cfg, cuda)
+            step = torch_step_fn(cfg, cuda)
         losses = [float(step()) for _ in range(3)]
         emit(workload, "torch", "eager step", prec, gpu_time(step, sync, cfg["T"]), losses,
              check_note(losses, cfg["check"], prec))
-
-
-def torch_w6_step(torch, Fn, cfg, cuda):
-    V, D, H, L, S, B = (cfg[k] for k in "VDHLSB")
-    F = cfg["F"]
-    wte, wpe, layers, w_head, xn, yn = w6_data(**cfg)
-    t = lambda a: torch.from_numpy(np.array(a)).to(cuda).requires_grad_()
-    z = lambda *s: torch.zeros(s, device=cuda, requires_grad=True)
-    o = lambda *s: torch.ones(s, device=cuda, requires_grad=True)
-    p = {"wte": t(wte), "wpe": t(wpe), "w_head": t(w_head), "lnf_g": o(D), "lnf_b": z(D)}
-    for i, w in enumerate(layers):
-        p.update({f"{i}.w_qkv": t(w["w_qkv"]), f"{i}.b_qkv": z(3 * D), f"{i}.w_o": t(w["w_o"]), f"{i}.b_o": z(D),
-                  f"{i}.w_fc": t(w["w_fc"]), f"{i}.b_fc": z(F), f"{i}.w_proj": t(w["w_proj"]), f"{i}.b_proj": z(D),
-                  f"{i}.ln1_g": o(D), f"{i}.ln1_b": z(D), f"{i}.ln2_g": o(D), f"{i}.ln2_b": z(D)})
-    x, y = torch.from_numpy(xn).to(cuda).long(), torch.from_numpy(yn).to(cuda).long()
-    opt = torch.optim.AdamW(p.values(), lr=LR6, betas=(B1, B2), eps=EPS, weight_decay=WD)
-
-    def step():
-        h = p["wte"][x] + p["wpe"][:S]
-        for i in range(L):
-            a = Fn.layer_norm(h, (D,), p[f"{i}.ln1_g"], p[f"{i}.ln1_b"], 1e-5)
-            q, k, v = (a @ p[f"{i}.w_qkv"] + p[f"{i}.b_qkv"]).split(D, dim=-1)
-            q, k, v = (m.view(B, S, H, D // H).transpose(1, 2) for m in (q, k, v))
-            att = Fn.scaled_dot_product_attention(q, k, v, is_causal=True)
-            h = h + att.transpose(1, 2).reshape(B, S, D) @ p[f"{i}.w_o"] + p[f"{i}.b_o"]
-            a = Fn.layer_norm(h, (D,), p[f"{i}.ln2_g"], p[f"{i}.ln2_b"], 1e-5)
-            h = h + Fn.gelu(a @ p[f"{i}.w_fc"] + p[f"{i}.b_fc"], approximate="tanh") @ p[f"{i}.w_proj"] \
-                + p[f"{i}.b_proj"]
-        logits = Fn.layer_norm(h, (D,), p["lnf_g"], p["lnf_b"], 1e-5) @ p["w_head"]
-        loss = Fn.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-    return step
 
 
 # ----------------------------------------------------------------------------------------------------- jax
@@ -345,15 +228,21 @@ def run_jax(workload):
         with jax.default_matmul_precision("tensorfloat32" if prec == "tf32" else "float32"):
             if workload in W3:
                 cfg = W3[workload]
-                from benchmarks.w3_mlp import jax_step_fn
-                pn, xn, yn = w3_data(cfg["sizes"], cfg["B"])
+                from benchmarks.w3_mlp import data, jax_step_fn
+                pn, xn, yn = data(cfg["sizes"], cfg["B"])
                 state = [[(jnp.asarray(w), jnp.asarray(b)) for w, b in pn]]
                 args = (jnp.asarray(xn), jnp.asarray(yn))
                 jstep = jax.jit(jax_step_fn(), donate_argnums=0)
                 call = lambda s: jstep(s, *args)
             else:
+                from benchmarks.w6_transformer import jax_step_fn as jax_w6_step_fn
                 cfg = W6[workload]
-                call, state = jax_w6(jax, jnp, cfg)
+                w6_step, first = jax_w6_step_fn(cfg)
+                state = [first]
+
+                def call(s, w6_step=w6_step):
+                    *s, value = w6_step(*s)
+                    return tuple(s), value
             losses = []
             for _ in range(3):
                 state[0], loss = call(state[0])
@@ -365,51 +254,6 @@ def run_jax(workload):
             emit(workload, "jax", f"jit step ({name})", prec, gpu_time(one, lambda: jax.block_until_ready(state[0]),
                                                                        cfg["T"]), losses,
                  check_note(losses, cfg["check"], prec))
-
-
-def jax_w6(jax, jnp, cfg):
-    V, D, H, L, S, B, F = (cfg[k] for k in "VDHLSBF")
-    wte, wpe, layers, w_head, xn, yn = w6_data(**cfg)
-    zeros, ones = (lambda n: jnp.zeros(n, jnp.float32)), (lambda n: jnp.ones(n, jnp.float32))
-    p = {"wte": jnp.asarray(wte), "wpe": jnp.asarray(wpe), "w_head": jnp.asarray(w_head), "lnf_g": ones(D),
-         "lnf_b": zeros(D),
-         "layers": [{**{k: jnp.asarray(v) for k, v in w.items()}, "b_qkv": zeros(3 * D), "b_o": zeros(D),
-                     "b_fc": zeros(F), "b_proj": zeros(D), "ln1_g": ones(D), "ln1_b": zeros(D), "ln2_g": ones(D),
-                     "ln2_b": zeros(D)} for w in layers]}
-    x, y = jnp.asarray(xn), jnp.asarray(yn)
-
-    def ln(h, g, b):
-        mu = h.mean(-1, keepdims=True)
-        var = ((h - mu) ** 2).mean(-1, keepdims=True)
-        return (h - mu) / jnp.sqrt(var + 1e-5) * g + b
-
-    def loss(p):
-        h = p["wte"][x] + p["wpe"][:S]
-        mask = jnp.tril(jnp.ones((S, S), bool))
-        for lp in p["layers"]:
-            a = ln(h, lp["ln1_g"], lp["ln1_b"])
-            qkv = a @ lp["w_qkv"] + lp["b_qkv"]
-            q, k, v = (qkv[..., i * D:(i + 1) * D].reshape(B, S, H, D // H).transpose(0, 2, 1, 3) for i in range(3))
-            s = jnp.where(mask, q @ k.transpose(0, 1, 3, 2) / math.sqrt(D // H), -jnp.inf)
-            att = (jax.nn.softmax(s, axis=-1) @ v).transpose(0, 2, 1, 3).reshape(B, S, D)
-            h = h + att @ lp["w_o"] + lp["b_o"]
-            a = ln(h, lp["ln2_g"], lp["ln2_b"])
-            h = h + jax.nn.gelu(a @ lp["w_fc"] + lp["b_fc"], approximate=True) @ lp["w_proj"] + lp["b_proj"]
-        z = ln(h, p["lnf_g"], p["lnf_b"]) @ p["w_head"]
-        return jnp.mean(jax.nn.logsumexp(z, -1) - jnp.take_along_axis(z, y[..., None], -1)[..., 0])
-
-    @jax.jit
-    def step(state):
-        p, m, v, t = state
-        value, g = jax.value_and_grad(loss)(p)
-        t = t + 1
-        m = jax.tree_util.tree_map(lambda m, g: B1 * m + (1 - B1) * g, m, g)
-        v = jax.tree_util.tree_map(lambda v, g: B2 * v + (1 - B2) * g * g, v, g)
-        lr_t, bc2 = LR6 / (1 - B1 ** t), jnp.sqrt(1 - B2 ** t)
-        p = jax.tree_util.tree_map(lambda p, m, v: p * (1 - LR6 * WD) - lr_t * m / (jnp.sqrt(v) / bc2 + EPS), p, m, v)
-        return (p, m, v, t), value
-    zl = jax.tree_util.tree_map(jnp.zeros_like, p)
-    return step, [(p, zl, zl, jnp.zeros((), jnp.float32))]
 
 
 # --------------------------------------------------------------------------------------------------- table

@@ -123,12 +123,14 @@ def run_peer(module: str, peer: str, env: dict | None = None, timeout: float = 9
     return None
 
 
-def run_workload(module: str, peers: list[tuple[str, str | None]], baseline: str) -> list[dict]:
+def run_rows(module: str, peers: list[tuple[str, str | None]], baseline: str) -> tuple[list[dict], dict]:
     """Run each ``(peer, required_module)`` in its own process; peers whose module is missing are skipped.
 
-    Each peer prints ``{"variants": {name: Timing-dict}, "check": [...], ...}``. Returns rows for a table.
+    Each peer prints ``{"variants": {name: Timing-dict}, "check": [...], ...}``. Returns rows for
+    ``markdown_table`` (ratios to ``baseline``) and ``{peer: extra fields}`` (first-call time, plan totals, memory
+    analyses: whatever a peer reports beside its timings).
     """
-    rows = []
+    rows, extras = [], {}
     for peer, needs in peers:
         if needs and not available(needs):
             rows.append({"peer": peer, "note": f"skipped: {needs} not installed"})
@@ -137,13 +139,38 @@ def run_workload(module: str, peers: list[tuple[str, str | None]], baseline: str
         if res is None:
             rows.append({"peer": peer, "note": "failed (see stderr)"})
             continue
-        for variant, t in res["variants"].items():
+        extras[peer] = {k: v for k, v in res.items() if k != "variants"}
+        for variant, t in res.get("variants", {}).items():
             rows.append({"peer": peer, "variant": variant, **t, "check": res.get("check")})
     base = next((r for r in rows if f"{r.get('peer')}/{r.get('variant')}" == baseline), None)
     for r in rows:
         if base and "median" in r:
             r["ratio"] = r["median"] / base["median"]
-    return rows
+    return rows, extras
+
+
+def run_workload(module: str, peers: list[tuple[str, str | None]], baseline: str) -> list[dict]:
+    """The rows of ``run_rows`` without the extras."""
+    return run_rows(module, peers, baseline)[0]
+
+
+def target_lines(rows: list[dict], header: str, reference: tuple[str, str],
+                 targets: list[tuple[tuple[str, str], str]]) -> list[str]:
+    """A markdown table of ``(peer, variant)`` medians divided by ``reference``'s, one line per ``targets`` entry
+    ``((peer, variant), target)``, from one run's rows."""
+    med = medians(rows)
+    ref = med.get(reference)
+    lines = [f"| {header} | measured | target |", "|---|---|---|"]
+    for (peer, variant), target in targets:
+        m = med.get((peer, variant))
+        lines.append(f"| {peer} {variant} | {m / ref:.2f}x | {target} |" if m and ref else
+                     f"| {peer} {variant} | n/a | {target} |")
+    return lines
+
+
+def medians(rows: list[dict]) -> dict[tuple[str, str], float]:
+    """``{(peer, variant): median}`` of the rows that have timings."""
+    return {(r["peer"], r.get("variant")): r["median"] for r in rows if "median" in r}
 
 
 def markdown_table(title: str, rows: list[dict], baseline: str) -> str:

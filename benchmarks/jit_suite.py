@@ -11,8 +11,7 @@ import os
 import platform
 import time
 
-from benchmarks.harness import markdown_table, run_workload
-from benchmarks.jit_common import run_rows
+from benchmarks.harness import markdown_table, run_rows, run_workload
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")   # the CPU workloads: JAX on the CPU even where a GPU exists
 

@@ -17,10 +17,10 @@ from benchmarks.harness import (
     assert_check,
     markdown_table,
     peer_main,
+    run_rows,
     time_fn,
     timing_dict,
 )
-from benchmarks.jit_common import run_rows
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")   # the CPU workloads: JAX on the CPU even where a GPU exists
 
@@ -32,14 +32,15 @@ LR = 0.01
 GFLOP = 2.448
 
 
-def data():
+def data(sizes=SIZES, batch=B):
+    """W3's draws (``sizes`` and ``batch`` change for the GPU's big variant): params, x, y."""
     rng = np.random.default_rng(3)
     params = []
-    for fi, fo in zip(SIZES, SIZES[1:]):
+    for fi, fo in zip(sizes, sizes[1:]):
         w = rng.standard_normal((fi, fo), dtype=np.float32) * np.float32(np.sqrt(2 / fi))
         params.append((w, np.zeros((fo,), np.float32)))
-    x = rng.standard_normal((B, SIZES[0]), dtype=np.float32)
-    y = rng.integers(0, SIZES[-1], B).astype(np.int32)
+    x = rng.standard_normal((batch, sizes[0]), dtype=np.float32)
+    y = rng.integers(0, sizes[-1], batch).astype(np.int32)
     return params, x, y
 
 
@@ -52,28 +53,36 @@ def _losses(step, params, x, y, n=3):
 
 
 # ------------------------------------------------------------------------------------------------- numpy
-def numpy_step(params, x, y):
-    (w1, b1), (w2, b2), (w3, b3) = params
-    a1 = x @ w1 + b1
-    h1 = np.maximum(a1, 0)
-    a2 = h1 @ w2 + b2
-    h2 = np.maximum(a2, 0)
-    z = h2 @ w3 + b3
-    m = z.max(axis=1, keepdims=True)
-    e = np.exp(z - m)
-    s = e.sum(axis=1, keepdims=True)
-    rows = np.arange(len(y))
-    loss = np.mean(np.log(s[:, 0]) + m[:, 0] - z[rows, y])
-    dz = e / s
-    dz[rows, y] -= 1
-    dz /= np.float32(len(y))
-    gw3, gb3 = h2.T @ dz, dz.sum(0)
-    d2 = (dz @ w3.T) * (a2 > 0)
-    gw2, gb2 = h1.T @ d2, d2.sum(0)
-    d1 = (d2 @ w2.T) * (a1 > 0)
-    gw1, gb1 = x.T @ d1, d1.sum(0)
-    grads = [(gw1, gb1), (gw2, gb2), (gw3, gb3)]
-    return [(w - np.float32(LR) * gw, b - np.float32(LR) * gb) for (w, b), (gw, gb) in zip(params, grads)], loss
+def hand_step(xp):
+    """W3's step written by hand against the array module ``xp`` (numpy here, cupy in gpu_bench)."""
+    lr = xp.float32(LR)
+
+    def step(params, x, y):
+        (w1, b1), (w2, b2), (w3, b3) = params
+        a1 = x @ w1 + b1
+        h1 = xp.maximum(a1, 0)
+        a2 = h1 @ w2 + b2
+        h2 = xp.maximum(a2, 0)
+        z = h2 @ w3 + b3
+        m = z.max(axis=1, keepdims=True)
+        e = xp.exp(z - m)
+        s = e.sum(axis=1, keepdims=True)
+        rows = xp.arange(len(y))
+        loss = xp.mean(xp.log(s[:, 0]) + m[:, 0] - z[rows, y])
+        dz = e / s
+        dz[rows, y] -= 1
+        dz /= xp.float32(len(y))
+        gw3, gb3 = h2.T @ dz, dz.sum(0)
+        d2 = (dz @ w3.T) * (a2 > 0)
+        gw2, gb2 = h1.T @ d2, d2.sum(0)
+        d1 = (d2 @ w2.T) * (a1 > 0)
+        gw1, gb1 = x.T @ d1, d1.sum(0)
+        grads = [(gw1, gb1), (gw2, gb2), (gw3, gb3)]
+        return [(w - lr * gw, b - lr * gb) for (w, b), (gw, gb) in zip(params, grads)], loss
+    return step
+
+
+numpy_step = hand_step(np)
 
 
 def gemm_floor(params, x):
@@ -219,32 +228,41 @@ def run_jax():
     return {"variants": {"jit step": timing_dict(time_fn(one, T))}, "check": check}
 
 
-def run_torch():
+def torch_params(pn, device=None):
+    """W3's numpy params as torch leaves (weights transposed for ``F.linear``) on ``device``."""
+    import torch
+    return [(torch.from_numpy(w.T.copy()).to(device).requires_grad_(), torch.from_numpy(b).to(device).requires_grad_())
+            for w, b in pn]
+
+
+def torch_step(params, x, y):
+    """W3's step in PyTorch eager (SGD in place on ``params``)."""
     import torch
     import torch.nn.functional as TF
-    pn, xn, yn = data()
-    params = [(torch.from_numpy(w.T.copy()).requires_grad_(), torch.from_numpy(b).requires_grad_()) for w, b in pn]
-    x, y = torch.from_numpy(xn), torch.from_numpy(yn).long()
+    h = x
+    for i, (w, b) in enumerate(params):
+        h = TF.linear(h, w, b)
+        if i < len(params) - 1:
+            h = torch.relu(h)
+    loss = TF.cross_entropy(h, y)
+    loss.backward()
+    with torch.no_grad():
+        for w, b in params:
+            w -= LR * w.grad
+            b -= LR * b.grad
+            w.grad = None
+            b.grad = None
+    return params, loss.detach()
 
-    def step(params, x, y):
-        h = x
-        for i, (w, b) in enumerate(params):
-            h = TF.linear(h, w, b)
-            if i < len(params) - 1:
-                h = torch.relu(h)
-        loss = TF.cross_entropy(h, y)
-        loss.backward()
-        with torch.no_grad():
-            for w, b in params:
-                w -= LR * w.grad
-                b -= LR * b.grad
-                w.grad = None
-                b.grad = None
-        return params, loss.detach()
-    check, _ = _losses(step, params, x, y)
+
+def run_torch():
+    import torch
+    pn, xn, yn = data()
+    x, y = torch.from_numpy(xn), torch.from_numpy(yn).long()
+    check, _ = _losses(torch_step, torch_params(pn), x, y)
     assert_check("W3 torch", check, CHECK)
-    params = [(torch.from_numpy(w.T.copy()).requires_grad_(), torch.from_numpy(b).requires_grad_()) for w, b in pn]
-    return {"variants": {"eager step": timing_dict(time_fn(lambda: step(params, x, y), T))}, "check": check}
+    params = torch_params(pn)
+    return {"variants": {"eager step": timing_dict(time_fn(lambda: torch_step(params, x, y), T))}, "check": check}
 
 
 PEERS = {"numpy": run_numpy, "flfun": run_flfun, "jax": run_jax, "torch": run_torch}

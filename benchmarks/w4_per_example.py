@@ -12,10 +12,10 @@ from benchmarks.harness import (
     assert_check,
     markdown_table,
     peer_main,
+    run_rows,
     time_fn,
     timing_dict,
 )
-from benchmarks.jit_common import run_rows
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")   # the CPU workloads: JAX on the CPU even where a GPU exists
 

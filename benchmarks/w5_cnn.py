@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmarks import harness
 from benchmarks.harness import (
     assert_check,
     markdown_table,
+    medians,
     peer_main,
+    run_rows,
     time_fn,
     timing_dict,
 )
-from benchmarks.jit_common import run_rows
 
 T = 0.5
 CHECK = [2.93198, 4.46043, 7.47831]
@@ -234,14 +236,10 @@ def main() -> str:
 
 def target_lines(rows: list[dict]) -> str:
     """The issue's W5 target (flfun jit <= the numpy im2col floor) and the peers' ratios, from one run's rows."""
-    med = {(r["peer"], r.get("variant")): r["median"] for r in rows if "median" in r}
-    floor = med.get(("numpy", "im2col step (floor)"))
-    lines = ["| W5 ratio to the numpy im2col floor | measured | target |", "|---|---|---|"]
-    for (peer, variant), target in ((("flfun", "jit step"), "<= 1.0"), (("torch", "eager step"), ""),
-                                    (("jax", "jit step"), "")):
-        m = med.get((peer, variant))
-        lines.append(f"| {peer} {variant} | {m / floor:.2f}x | {target} |" if m and floor else
-                     f"| {peer} {variant} | n/a | {target} |")
+    lines = harness.target_lines(rows, "W5 ratio to the numpy im2col floor", ("numpy", "im2col step (floor)"),
+                                 [(("flfun", "jit step"), "<= 1.0"), (("torch", "eager step"), ""),
+                                  (("jax", "jit step"), "")])
+    med = medians(rows)
     same = med.get(("flfun", "numpy im2col floor (same process)"))
     if same and med.get(("flfun", "jit step")):
         lines.append(f"| flfun jit step / floor timed in flfun's process | {med[('flfun', 'jit step')] / same:.2f}x "

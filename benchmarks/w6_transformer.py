@@ -10,23 +10,25 @@ import math
 
 import numpy as np
 
+from benchmarks import harness
 from benchmarks.harness import (
     assert_check,
     markdown_table,
     peer_main,
+    run_rows,
     time_fn,
     timing_dict,
 )
-from benchmarks.jit_common import run_rows
 
 T = 0.5
 CHECK = [4.59682, 4.5259, 4.4662]
-V, D, H, L, F, S, B = 96, 128, 4, 2, 512, 128, 16
+CFG = {"V": 96, "D": 128, "H": 4, "L": 2, "F": 512, "S": 128, "B": 16}   # gpu_bench's big variant changes these
+V, D, H, L, F, S, B = CFG.values()
 LR, B1, B2, EPS, WD = 3e-4, 0.9, 0.999, 1e-8, 0.01
 GFLOP = 5.79
 
 
-def data():
+def data(V=V, D=D, L=L, F=F, S=S, B=B, **_):
     """W6's draws in order: wte, wpe, per layer (w_qkv, w_o, w_fc, w_proj), w_head, then the tokens."""
     rng = np.random.default_rng(6)
     n = lambda *shape: rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
@@ -38,13 +40,15 @@ def data():
 
 
 # --------------------------------------------------------------------------------------------------- flfun
-def flfun_model(wte, wpe, layers, w_head):
-    """``models.transformer.GPT`` (W6's config) holding W6's initial weights (biases 0, LN gains 1)."""
+def flfun_model(wte, wpe, layers, w_head, cfg=CFG, device=None):
+    """``models.transformer.GPT`` (W6's config, or ``cfg``'s sizes) holding W6's initial weights (biases 0, LN
+    gains 1), on ``device`` (default: the default device)."""
     import flfun.numpy as fnp
     import flfun.random as fr
     from models.transformer import GPT, GPTConfig
-    a = fnp.asarray
-    model = GPT(GPTConfig(V, D, H, L, F // D, S), key=fr.key(0))
+    a = fnp.asarray if device is None else (lambda v: fnp.asarray(v, device=device))
+    D = cfg["D"]
+    model = GPT(GPTConfig(cfg["V"], D, cfg["H"], cfg["L"], cfg["F"] // D, cfg["S"]), key=fr.key(0))
     blocks = []
     for blk, w in zip(model.blocks, layers):
         attn = blk.attn.replace(qkv=blk.attn.qkv.replace(weight=a(w["w_qkv"])),
@@ -55,19 +59,26 @@ def flfun_model(wte, wpe, layers, w_head):
                          head=model.head.replace(weight=a(w_head)))
 
 
-def run_flfun():
+def flfun_step_fn(x, y):
+    """``(opt, step)``: W6's AdamW and its training step ``step(model, opt_state) -> (model, opt_state, loss)``
+    on the batch ``x, y``."""
     import flfun as fl
-    import flfun.numpy as fnp
     from flfun import optim
     from models.transformer import loss_fn
-    wte, wpe, layers, w_head, xn, yn = data()
-    x, y = fnp.asarray(xn), fnp.asarray(yn)
     opt = optim.adamw(LR, B1, B2, EPS, weight_decay=WD)
 
     def step(model, opt_state):
         loss, grads = fl.value_and_grad(loss_fn)(model, x, y)
         updates, opt_state = opt.update(grads, opt_state, model)
         return optim.apply_updates(model, updates), opt_state, loss
+    return opt, step
+
+
+def run_flfun():
+    import flfun as fl
+    import flfun.numpy as fnp
+    wte, wpe, layers, w_head, xn, yn = data()
+    opt, step = flfun_step_fn(fnp.asarray(xn), fnp.asarray(yn))
     jstep = fl.jit(step)
     model = flfun_model(wte, wpe, layers, w_head)
     checks = {}
@@ -93,20 +104,22 @@ def run_flfun():
 
 
 # --------------------------------------------------------------------------------------------------- peers
-def run_torch():
+def torch_step_fn(cfg=CFG, device=None):
+    """W6's PyTorch eager step (params and AdamW state inside): ``step() -> loss``."""
     import torch
     import torch.nn.functional as Fn
-    wte, wpe, layers, w_head, xn, yn = data()
-    t = lambda a: torch.from_numpy(np.array(a)).requires_grad_()
-    z = lambda *s: torch.zeros(s, requires_grad=True)
-    o = lambda *s: torch.ones(s, requires_grad=True)
+    V, D, H, L, S, B, F = (cfg[k] for k in "VDHLSBF")
+    wte, wpe, layers, w_head, xn, yn = data(**cfg)
+    t = lambda a: torch.from_numpy(np.array(a)).to(device).requires_grad_()
+    z = lambda *s: torch.zeros(s, device=device, requires_grad=True)
+    o = lambda *s: torch.ones(s, device=device, requires_grad=True)
     params = {"wte": t(wte), "wpe": t(wpe), "w_head": t(w_head), "lnf_g": o(D), "lnf_b": z(D)}
     for i, w in enumerate(layers):
         params.update({f"{i}.w_qkv": t(w["w_qkv"]), f"{i}.b_qkv": z(3 * D), f"{i}.w_o": t(w["w_o"]),
                        f"{i}.b_o": z(D), f"{i}.w_fc": t(w["w_fc"]), f"{i}.b_fc": z(F),
                        f"{i}.w_proj": t(w["w_proj"]), f"{i}.b_proj": z(D), f"{i}.ln1_g": o(D), f"{i}.ln1_b": z(D),
                        f"{i}.ln2_g": o(D), f"{i}.ln2_b": z(D)})
-    x, y = torch.from_numpy(xn).long(), torch.from_numpy(yn).long()
+    x, y = torch.from_numpy(xn).to(device).long(), torch.from_numpy(yn).to(device).long()
     opt = torch.optim.AdamW(params.values(), lr=LR, betas=(B1, B2), eps=EPS, weight_decay=WD)
     p = params
 
@@ -127,15 +140,23 @@ def run_torch():
         loss.backward()
         opt.step()
         return loss.detach()
+    return step
+
+
+def run_torch():
+    import torch
+    step = torch_step_fn()
     check = [float(step()) for _ in range(3)]
     assert_check("W6 torch", check, CHECK)
     return {"variants": {"eager step": timing_dict(time_fn(step, T))}, "check": check,
             "threads": torch.get_num_threads()}
 
 
-def jax_loss_fn():
+def jax_loss_fn(cfg=CFG):
+    """W6's loss ``loss(p, x, y)`` in JAX (``p`` as ``jax_params`` lays it out)."""
     import jax
     import jax.numpy as jnp
+    D, H, S, B = (cfg[k] for k in "DHSB")
 
     def ln(h, g, b):
         mu = h.mean(-1, keepdims=True)
@@ -159,17 +180,25 @@ def jax_loss_fn():
     return loss
 
 
-def run_jax():
+def jax_params(wte, wpe, layers, w_head, cfg=CFG):
+    """W6's initial weights as JAX arrays (biases 0, LN gains 1)."""
+    import jax.numpy as jnp
+    D, F = cfg["D"], cfg["F"]
+    zeros, ones = (lambda n: jnp.zeros(n, jnp.float32)), (lambda n: jnp.ones(n, jnp.float32))
+    return {"wte": jnp.asarray(wte), "wpe": jnp.asarray(wpe), "w_head": jnp.asarray(w_head), "lnf_g": ones(D),
+            "lnf_b": zeros(D),
+            "layers": [{**{k: jnp.asarray(v) for k, v in w.items()}, "b_qkv": zeros(3 * D), "b_o": zeros(D),
+                        "b_fc": zeros(F), "b_proj": zeros(D), "ln1_g": ones(D), "ln1_b": zeros(D), "ln2_g": ones(D),
+                        "ln2_b": zeros(D)} for w in layers]}
+
+
+def jax_step_fn(cfg=CFG):
+    """``(step, state)``: W6's jitted AdamW step ``step(p, m, v, t) -> (p, m, v, t, loss)`` and its first state."""
     import jax
     import jax.numpy as jnp
-    wte, wpe, layers, w_head, xn, yn = data()
-    zeros, ones = (lambda n: jnp.zeros(n, jnp.float32)), (lambda n: jnp.ones(n, jnp.float32))
-    p = {"wte": jnp.asarray(wte), "wpe": jnp.asarray(wpe), "w_head": jnp.asarray(w_head), "lnf_g": ones(D),
-         "lnf_b": zeros(D),
-         "layers": [{**{k: jnp.asarray(v) for k, v in w.items()}, "b_qkv": zeros(3 * D), "b_o": zeros(D),
-                     "b_fc": zeros(F), "b_proj": zeros(D), "ln1_g": ones(D), "ln1_b": zeros(D), "ln2_g": ones(D),
-                     "ln2_b": zeros(D)} for w in layers]}
-    loss = jax_loss_fn()
+    wte, wpe, layers, w_head, xn, yn = data(**cfg)
+    p = jax_params(wte, wpe, layers, w_head, cfg)
+    loss = jax_loss_fn(cfg)
     x, y = jnp.asarray(xn), jnp.asarray(yn)
 
     @jax.jit
@@ -184,7 +213,13 @@ def run_jax():
                                    p, m, v)
         return p, m, v, t, value
     zl = jax.tree_util.tree_map(jnp.zeros_like, p)
-    state = [(p, zl, zl, jnp.zeros((), jnp.float32))]
+    return step, (p, zl, zl, jnp.zeros((), jnp.float32))
+
+
+def run_jax():
+    import jax
+    step, first = jax_step_fn()
+    state = [first]
     check = []
     for _ in range(3):
         *s, value = step(*state[0])
@@ -211,15 +246,9 @@ def main() -> str:
 
 def target_lines(rows: list[dict]) -> str:
     """The issue's W6 target (flfun jit <= JAX jit) and PyTorch eager's ratio, from one run's rows."""
-    med = {(r["peer"], r.get("variant")): r["median"] for r in rows if "median" in r}
-    jax_t = med.get(("jax", "jit step"))
-    lines = ["| W6 ratio to JAX jit | measured | target |", "|---|---|---|"]
-    for (peer, variant), target in ((("flfun", "jit step"), "<= 1.0"), (("flfun", "eager step"), ""),
-                                    (("torch", "eager step"), "")):
-        m = med.get((peer, variant))
-        lines.append(f"| {peer} {variant} | {m / jax_t:.2f}x | {target} |" if m and jax_t else
-                     f"| {peer} {variant} | n/a | {target} |")
-    return "\n".join(lines)
+    return "\n".join(harness.target_lines(rows, "W6 ratio to JAX jit", ("jax", "jit step"),
+                                          [(("flfun", "jit step"), "<= 1.0"), (("flfun", "eager step"), ""),
+                                           (("torch", "eager step"), "")]))
 
 
 if __name__ == "__main__":
