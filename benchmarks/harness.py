@@ -94,6 +94,20 @@ def time_fn(fn: Callable[[], object], target: float, loops: int = 7, warmup: int
     return best
 
 
+def time_model_steps(jstep: Callable, step: Callable, model, init: Callable, target: float) -> dict:
+    """``{"jit step": Timing, "eager step": Timing}`` of a training step ``step(model, opt_state) -> (model,
+    opt_state, loss)`` jitted (``jstep``) and eager, each run on from ``(model, init(model))``."""
+    out = {}
+    for name, fn, loops in (("jit step", jstep, 7), ("eager step", step, 5)):
+        state = [(model, init(model))]
+
+        def one(fn=fn, state=state):
+            m, s, _ = fn(*state[0])
+            state[0] = (m, s)
+        out[name] = time_fn(one, target, loops=loops)
+    return out
+
+
 def available(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 

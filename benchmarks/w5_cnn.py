@@ -15,6 +15,7 @@ from benchmarks.harness import (
     peer_main,
     run_rows,
     time_fn,
+    time_model_steps,
     timing_dict,
 )
 
@@ -148,17 +149,7 @@ def run_flfun():
     check = _model_losses(jstep, model, opt.init(model))
     assert_check("W5 flfun jit", check, CHECK)
     assert_check("W5 flfun eager", _model_losses(step, model, opt.init(model)), CHECK)
-    state = [(model, opt.init(model))]
-
-    def one():
-        m, s, _ = jstep(*state[0])
-        state[0] = (m, s)
-    estate = [(model, opt.init(model))]
-
-    def eager():
-        m, s, _ = step(*estate[0])
-        estate[0] = (m, s)
-    out = {"jit step": time_fn(one, T), "eager step": time_fn(eager, T, loops=5)}
+    out = time_model_steps(jstep, step, model, opt.init, T)
     floor_state = [params]
 
     def floor():

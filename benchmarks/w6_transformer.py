@@ -17,6 +17,7 @@ from benchmarks.harness import (
     peer_main,
     run_rows,
     time_fn,
+    time_model_steps,
     timing_dict,
 )
 
@@ -89,17 +90,7 @@ def run_flfun():
             out.append(float(loss))
         assert_check(f"W6 flfun {name}", out, CHECK)
         checks[name] = out
-    state = [(model, opt.init(model))]
-
-    def one():
-        m, s, _ = jstep(*state[0])
-        state[0] = (m, s)
-    estate = [(model, opt.init(model))]
-
-    def eager():
-        m, s, _ = step(*estate[0])
-        estate[0] = (m, s)
-    out = {"jit step": time_fn(one, T), "eager step": time_fn(eager, T, loops=5)}
+    out = time_model_steps(jstep, step, model, opt.init, T)
     return {"variants": {k: timing_dict(v) for k, v in out.items()}, "check": checks["jit"]}
 
 
