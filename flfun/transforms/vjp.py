@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 from flfun import dtypes
 from flfun.array import Array
 from flfun.config import config
-from flfun.core import ShapedArray, _state, get_aval, missing_rule
+from flfun.core import ShapedArray, _state, get_aval, missing_rule, wrap
 from flfun.ir import Literal, Program
 from flfun.primitives.common import UndefinedPrimal, Zero, instantiate, is_zero
 from flfun.primitives.elementwise import add
@@ -180,7 +180,10 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
             what = aval.str_short() if aval is not None else f"a {type(out).__name__}"
             raise TypeError(f"grad: the function must return a float scalar, got {what}; use jacrev or vjp "
                             f"for non-scalar outputs")
-        cts = f_vjp([full_array((), 1, aval.dtype)])
+        seed = full_array((), 1, aval.dtype)
+        if type(out) is Array and out._device is not seed._device:   # seed the cotangent where the output lives
+            seed = wrap(out._device.put(seed._value), out._device)
+        cts = f_vjp([seed])
         if tree is None:
             return ((out, aux_box[0]) if has_aux else out), instantiate(cts[0])
         grads = tree_unflatten(tree, [instantiate(c) for c in cts])
