@@ -92,8 +92,7 @@ def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int
         >>> lax.broadcast_in_dim(fnp.arange(3.0), (2, 3), (1,)).shape
         (2, 3)
     """
-    shape = tuple(map(int, shape))
-    broadcast_dimensions = tuple(map(int, broadcast_dimensions))
+    shape, broadcast_dimensions = tuple(map(int, shape)), tuple(map(int, broadcast_dimensions))
     if shape == tuple(x.shape) and broadcast_dimensions == tuple(range(len(shape))):
         return x
     return bind(broadcast_in_dim_p, x, shape=shape, broadcast_dimensions=broadcast_dimensions)

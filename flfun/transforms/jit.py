@@ -48,7 +48,7 @@ def _value_refs(leaf) -> int:
     return sys.getrefcount(v)
 
 
-_BASE_REFS = _value_refs(wrap(np.empty(1), None))     # an Array's buffer that nothing else references
+_BASE_REFS = _value_refs(wrap(np.array([0.0]), None))  # an Array's buffer that nothing else references
 
 
 def _take_donated(leaf, others: set):
