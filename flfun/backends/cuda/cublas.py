@@ -204,7 +204,7 @@ def gemm(cp, a, b, c, tf32: bool) -> None:
 # ----------------------------------------------------------------------------------------------------- impls
 def impls(cp, fallback: dict) -> dict:
     """cupy impls of ``dot_general`` and ``reduce_sum`` on cuBLAS, falling back to ``fallback[name]``."""
-    from flfun.backends.xp.linalg import _as_matrices
+    from flfun.backends.xp.linalg import dot_operands
     xp_dot, xp_sum = fallback["dot_general"], fallback["reduce_sum"]
     floats = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -214,13 +214,7 @@ def impls(cp, fallback: dict) -> dict:
         if lhs.dtype not in floats or lhs.dtype != rhs.dtype or not isinstance(lhs, cp.ndarray) \
                 or not isinstance(rhs, cp.ndarray):
             return xp_dot(lhs, rhs, dimension_numbers=dimension_numbers, out=out)
-        (lc, rc), (lb, rb) = dimension_numbers
-        lfree = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
-        rfree = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-        shape = (tuple(lhs.shape[d] for d in lb) + tuple(lhs.shape[d] for d in lfree)
-                 + tuple(rhs.shape[d] for d in rfree))
-        a = _as_matrices(cp, lhs, lb, lfree, lc)
-        b = _as_matrices(cp, rhs, rb, rc, rfree)
+        a, b, shape = dot_operands(cp, lhs, rhs, dimension_numbers)
         res = out if out is not None and out.flags.c_contiguous else cp.empty(shape, lhs.dtype)
         gemm(cp, a, b, res.reshape(a.shape[:-1] + b.shape[-1:]), config.tf32)
         if out is not None and res is not out:

@@ -25,6 +25,16 @@ def _merge_is_view(x, groups) -> bool:
     return True
 
 
+def dot_operands(xp, lhs, rhs, dimension_numbers):
+    """dot_general as a (batched) matmul: ``(a, b, out_shape)`` with ``a @ b`` laid out as the result."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lfree = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
+    rfree = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
+    shape = (tuple(lhs.shape[d] for d in lb) + tuple(lhs.shape[d] for d in lfree)
+             + tuple(rhs.shape[d] for d in rfree))
+    return _as_matrices(xp, lhs, lb, lfree, lc), _as_matrices(xp, rhs, rb, rc, rfree), shape
+
+
 def _as_matrices(xp, x, batch, rows, cols):
     """``x`` as ``(*batch_shape, R, C)``: a view when the strides allow (possibly a transposed one)."""
     bshape = tuple(x.shape[d] for d in batch)
@@ -51,13 +61,7 @@ def _dot_general(xp):
         if not lb and lhs.ndim == 2 and rhs.ndim == 2 and len(lc) == 1:   # plain matmul, maybe transposed
             a = lhs if lc[0] == 1 else lhs.T
             return matmul(a, rhs if rc[0] == 0 else rhs.T, out=out)
-        lhs, rhs = xp.asarray(lhs), xp.asarray(rhs)
-        lfree = [d for d in range(lhs.ndim) if d not in lc and d not in lb]
-        rfree = [d for d in range(rhs.ndim) if d not in rc and d not in rb]
-        shape = (tuple(lhs.shape[d] for d in lb) + tuple(lhs.shape[d] for d in lfree)
-                 + tuple(rhs.shape[d] for d in rfree))
-        a = _as_matrices(xp, lhs, lb, lfree, lc)
-        b = _as_matrices(xp, rhs, rb, rc, rfree)
+        a, b, shape = dot_operands(xp, xp.asarray(lhs), xp.asarray(rhs), dimension_numbers)
         if out is not None and out.flags.c_contiguous:
             matmul(a, b, out=xp.reshape(out, a.shape[:-1] + b.shape[-1:]))
             return out
