@@ -1,6 +1,5 @@
 """Semantics-preserving IR passes: call inlining, dead-code elimination, common-subexpression elimination,
-constant folding, simplification of the zeros, ones and broadcasts that autodiff produces, and outer products
-as broadcasting multiplies.
+constant folding, and simplification of the zeros, ones and broadcasts that autodiff produces.
 
 Every pass maps ``(program, consts) -> (program, consts)`` and never mutates its input. ``optimize`` runs the
 standard pipeline that ``jit`` uses; ``PASSES`` names them all for experiments.
@@ -228,43 +227,6 @@ def _swap_dot(dot: Eqn, perm) -> dict | None:
     return {**dot.params, "dimension_numbers": ((tuple(rc), tuple(lc)), (tuple(rb), tuple(lb)))}
 
 
-def _outer_product(dot: Eqn) -> list | None:
-    """``dot_general`` without contraction (per-example outer products) as a broadcasting ``mul``: one exact
-    product per element, written straight into its output instead of K=1 matrix products."""
-    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
-    a, b = dot.inputs
-    out = dot.outputs[0].aval
-    nb = len(lb)
-    if lc or rc or tuple(lb) != tuple(range(nb)) or tuple(rb) != tuple(range(nb)) or a.aval.dtype != out.dtype \
-            or b.aval.dtype != out.dtype or type(a) is not Var or type(b) is not Var:
-        return None
-    from flfun.primitives import get
-    reshape, mul = get("reshape"), get("mul")
-    nl, nr = len(a.aval.shape) - nb, len(b.aval.shape) - nb
-    new = []
-    sa = a.aval.shape + (1,) * nr
-    sb = b.aval.shape[:nb] + (1,) * nl + b.aval.shape[nb:]
-
-    def reshaped(x, shape):
-        if x.aval.shape == shape:
-            return x
-        v = Var(ShapedArray(shape, x.aval.dtype))
-        new.append(Eqn(reshape, (x,), (v,), {"new_sizes": shape}))
-        return v
-    a2, b2 = reshaped(a, sa), reshaped(b, sb)
-    new.append(Eqn(mul, (a2, b2), dot.outputs, {}))
-    return new
-
-
-def outer_products(program: Program, consts: list) -> tuple[Program, list]:
-    """Rewrite ``dot_general`` without contracting dimensions as a broadcasting ``mul`` (see ``simplify``)."""
-    eqns = []
-    for e in program.eqns:
-        new = _outer_product(e) if e.prim.name == "dot_general" else None
-        eqns.extend(new if new is not None else [e])
-    return _rebuild(program, eqns, {}), consts
-
-
 def _is(val, target) -> bool:
     return val is not None and bool(np.asarray(val) == target)
 
@@ -400,8 +362,8 @@ def partial_eval(program: Program, known: list, num_known_outs: int) -> tuple[Pr
 
 # ----------------------------------------------------------------------------------------------- pipeline
 PASSES: dict[str, Callable] = {"inline": inline_calls, "simplify": simplify, "fold": fold_constants, "cse": cse,
-                               "dce": dce, "outer_products": outer_products}
-DEFAULT_PIPELINE = ("inline", "simplify", "fold", "cse", "simplify", "outer_products", "dce")
+                               "dce": dce}
+DEFAULT_PIPELINE = ("inline", "simplify", "fold", "cse", "simplify", "dce")
 
 
 def optimize(program: Program, consts: list, pipeline=DEFAULT_PIPELINE) -> tuple[Program, list]:
@@ -419,5 +381,5 @@ def optimize(program: Program, consts: list, pipeline=DEFAULT_PIPELINE) -> tuple
     return program, consts
 
 
-__all__ = ["inline_calls", "dce", "cse", "fold_constants", "simplify", "outer_products", "optimize", "partial_eval",
+__all__ = ["inline_calls", "dce", "cse", "fold_constants", "simplify", "optimize", "partial_eval",
            "PASSES"]

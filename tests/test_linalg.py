@@ -394,6 +394,25 @@ def _check_conv_out(conv, x, w):
     _close(out, np.transpose(expected, (1, 0, 2, 3)))
 
 
+@pytest.mark.parametrize("s1, s2, dn", [
+    ((5, 3), (5, 4), (((), ()), ((0,), (0,)))),            # per-example outer products
+    ((3, 5), (2, 4, 5), (((), ()), ((1,), (2,)))),
+    ((2, 3, 5), (5, 4, 2), (((), ()), ((0, 2), (2, 0)))),
+    ((3,), (4, 2), (((), ()), ((), ())))])
+def test_dot_general_without_contraction_matches_matmul(s1, s2, dn):
+    fnp.zeros(1)
+    from flfun.backends.xp.linalg import dot_operands
+    dot = primitives.get("dot_general").impls["numpy"]
+    a, b = _rand(s1), _rand(s2)
+    l, r, shape = dot_operands(np, a, b, dn)
+    expected = np.reshape(np.matmul(l, r), shape)
+    _close(dot(a, b, dimension_numbers=dn), expected)
+    out = np.empty(shape)
+    assert dot(a, b, dimension_numbers=dn, out=out) is out
+    _close(out, expected)
+    check_vmap(lambda x, y: lax.dot_general(x, y, dn), [_rand((2,) + s1), _rand((2,) + s2)], (0, 0))
+
+
 def test_dot_general_int8_with_preferred_int32():
     a = np.full((2, 64), 100, np.int8)
     out = lax.dot_general(fnp.asarray(a), fnp.asarray(a.T.copy()), (((1,), (0,)), ((), ())),

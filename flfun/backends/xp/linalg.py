@@ -51,8 +51,19 @@ def _as_matrices(xp, x, batch, rows, cols):
     return xp.reshape(direct, bshape + (r, c))
 
 
+def _outer_subscripts(nl: int, nr: int, dimension_numbers) -> str:
+    """einsum subscripts of a dot_general without contracting dims, e.g. ``ab,ac->abc`` (batch dim 0)."""
+    (_, _), (lb, rb) = dimension_numbers
+    letters = [chr(97 + i) for i in range(nl + nr)]
+    rs = [letters[lb[rb.index(d)]] if d in rb else letters[nl + d] for d in range(nr)]
+    out = [letters[d] for d in lb] + [letters[d] for d in range(nl) if d not in lb] + \
+        [rs[d] for d in range(nr) if d not in rb]
+    return f"{''.join(letters[:nl])},{''.join(rs)}->{''.join(out)}"
+
+
 def _dot_general(xp):
-    matmul = xp.matmul
+    matmul, einsum = xp.matmul, xp.einsum
+    einsum_out = xp.__name__ == "numpy"      # cupy's einsum takes no out=
 
     def dot_general(lhs, rhs, *, dimension_numbers, preferred_element_type=None, out=None):
         (lc, rc), (lb, rb) = dimension_numbers
@@ -61,6 +72,11 @@ def _dot_general(xp):
         if not lb and lhs.ndim == 2 and rhs.ndim == 2 and len(lc) == 1:   # plain matmul, maybe transposed
             a = lhs if lc[0] == 1 else lhs.T
             return matmul(a, rhs if rc[0] == 0 else rhs.T, out=out)
+        if not lc:      # outer products (per-example ones): einsum's loops beat K=1 matmuls and broadcasting
+            spec = _outer_subscripts(lhs.ndim, rhs.ndim, dimension_numbers)
+            if einsum_out:
+                return einsum(spec, lhs, rhs, out=out)
+            return _finish(xp, einsum(spec, lhs, rhs), out)
         a, b, shape = dot_operands(xp, xp.asarray(lhs), xp.asarray(rhs), dimension_numbers)
         if out is not None and out.flags.c_contiguous:
             matmul(a, b, out=xp.reshape(out, a.shape[:-1] + b.shape[-1:]))
