@@ -9,21 +9,13 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections import Counter
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from flfun.memory.blocks import (
-    ALIGNMENT,
-    Block,
-    CupyMemory,
-    HostMemory,
-    RawMemory,
-    Segment,
-    VirtualMemory,
-    _fmt,
-    make_memory,
-)
+from flfun.memory.blocks import (ALIGNMENT, Block, CupyMemory, HostMemory, RawMemory, Segment, VirtualMemory, _fmt,
+                                 make_memory)
 
 __all__ = ["ALIGNMENT", "Allocator", "BaseAllocator", "Block", "CachingAllocator", "CupyMemory", "DirectAllocator",
            "HostMemory", "RawMemory", "Segment", "VirtualMemory", "make_memory"]
@@ -43,14 +35,18 @@ class Allocator(Protocol):
     def empty_cache(self) -> None: ...
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
 def _check_nbytes(nbytes) -> int:
-    if isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
+    if not _is_int(nbytes) or nbytes < 0:
         raise ValueError(f"malloc: nbytes must be a non-negative int, got {nbytes!r}")
     return int(nbytes)
 
 
 # ------------------------------------------------------------------------------------------------------ stats
-KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+MiB = 1 << 20
 SMALL_SIZE = 1 * MiB
 STAT_NAMES = ("allocation", "segment", "active", "inactive_split", "allocated_bytes", "reserved_bytes",
               "active_bytes", "inactive_split_bytes", "requested_bytes")
@@ -72,33 +68,28 @@ class _Stat:
             self.freed -= delta
 
 
-def _log2_bucket(n: int) -> int:
-    return max(int(n).bit_length() - 1, 0)
-
-
 class BaseAllocator:
     """Shared bookkeeping: PyTorch-compatible statistics, live-block registry, capacity and errors."""
 
     def __init__(self, device=None, memory: str | RawMemory | None = None, capacity: int | None = None):
-        if capacity is not None and (not isinstance(capacity, (int, np.integer)) or capacity < 0):
+        if capacity is not None and (not _is_int(capacity) or capacity < 0):
             raise ValueError(f"capacity: expected a non-negative int or None, got {capacity!r}")
-        self.device = device
-        self.memory = make_memory(memory, device)
+        self.device, self.memory = device, make_memory(memory, device)
         self.capacity = None if capacity is None else int(capacity)
         self._stats = {name: {pool: _Stat() for pool in POOLS} for name in STAT_NAMES}
         self._live: dict[int, Block] = {}
         self._segments: dict[int, Segment] = {}
-        self.num_alloc_retries = 0
-        self.num_ooms = 0
-        self.num_device_alloc = 0
-        self.num_device_free = 0
+        self.num_alloc_retries = self.num_ooms = self.num_device_alloc = self.num_device_free = 0
         self.events: list | None = None   # set to a list to log (action, ptr, size) as PyTorch's device_traces
 
     # --- bookkeeping helpers
-    def _add(self, name: str, pool: str, delta: int) -> None:
-        s = self._stats[name]
-        s["all"].add(delta)
-        s[pool].add(delta)
+    def _count(self, pool: str, sign: int, event: tuple | None, **deltas: int) -> None:
+        """Add ``sign * delta`` to each named statistic (in ``pool`` and ``all``); log ``event`` if logging."""
+        for name, delta in deltas.items():
+            self._stats[name]["all"].add(sign * delta)
+            self._stats[name][pool].add(sign * delta)
+        if event is not None and self.events is not None:
+            self.events.append(event)
 
     def _pool_of(self, size: int) -> str:
         return "small_pool" if size <= SMALL_SIZE else "large_pool"
@@ -114,10 +105,7 @@ class BaseAllocator:
         seg = Segment(ptr, size, handle, self.memory, pool, self)
         self._segments[seg.id] = seg
         self.num_device_alloc += 1
-        self._add("segment", pool, 1)
-        self._add("reserved_bytes", pool, size)
-        if self.events is not None:
-            self.events.append(("segment_alloc", ptr, size))
+        self._count(pool, 1, ("segment_alloc", ptr, size), segment=1, reserved_bytes=size)
         return seg
 
     def _release_segment(self, seg: Segment) -> None:
@@ -125,40 +113,27 @@ class BaseAllocator:
         self.memory.release(seg.handle)
         seg.handle = None
         self.num_device_free += 1
-        self._add("segment", seg.pool, -1)
-        self._add("reserved_bytes", seg.pool, -seg.size)
-        if self.events is not None:
-            self.events.append(("segment_free", seg.ptr, seg.size))
+        self._count(seg.pool, -1, ("segment_free", seg.ptr, seg.size), segment=1, reserved_bytes=seg.size)
 
-    def _mark_allocated(self, block: Block, requested: int) -> None:
-        block.allocated, block.requested = True, requested
-        if block.device is None:
-            block.device = self.device
+    def _account(self, block: Block, sign: int) -> None:
+        self._count(block.segment.pool, sign, ("alloc" if sign > 0 else "free", block.ptr, block.size), allocation=1,
+                    active=1, allocated_bytes=block.size, active_bytes=block.size, requested_bytes=block.requested)
+
+    def _mark_allocated(self, block: Block, requested: int, device) -> None:
+        block.allocated, block.requested, block.device = True, requested, device or self.device
         self._live[block.ptr] = block
-        pool = block.segment.pool
-        for name, delta in (("allocation", 1), ("active", 1), ("allocated_bytes", block.size),
-                            ("active_bytes", block.size), ("requested_bytes", requested)):
-            self._add(name, pool, delta)
-        if self.events is not None:
-            self.events.append(("alloc", block.ptr, block.size))
+        self._account(block, 1)
 
-    def _check_owned(self, block) -> None:
+    def _mark_freed(self, block) -> None:
         if not isinstance(block, Block):
             raise ValueError(f"free: expected a Block, got {block!r:.80}")  # noqa: TRY004
         if self._live.get(block.ptr) is not block:
             if block.segment.owner is self and not block.allocated:
                 raise ValueError(f"free: double free of {block!r}")
             raise ValueError(f"free: {block!r} was not allocated by this allocator")
-
-    def _mark_freed(self, block: Block) -> None:
         del self._live[block.ptr]
         block.allocated = False
-        pool = block.segment.pool
-        for name, delta in (("allocation", -1), ("active", -1), ("allocated_bytes", -block.size),
-                            ("active_bytes", -block.size), ("requested_bytes", -block.requested)):
-            self._add(name, pool, delta)
-        if self.events is not None:
-            self.events.append(("free", block.ptr, block.size))
+        self._account(block, -1)
 
     def _oom(self, nbytes: int, size: int) -> MemoryError:
         self.num_ooms += 1
@@ -197,51 +172,35 @@ class BaseAllocator:
             s = alloc.stats()
             s["reserved_bytes.all.peak"], s["internal_fragmentation"]
         """
-        out: dict = {}
-        for name, pools in self._stats.items():
-            for pool, st in pools.items():
-                for field in _Stat.__slots__:
-                    out[f"{name}.{pool}.{field}"] = getattr(st, field)
-        free = self.free_blocks()
-        cached_free = self.reserved_bytes - self.allocated_bytes
+        out = {f"{name}.{pool}.{field}": getattr(st, field) for name, pools in self._stats.items()
+               for pool, st in pools.items() for field in _Stat.__slots__}
+        free, used = self.free_blocks(), self.allocated_bytes
+        cached_free = self.reserved_bytes - used
         largest = max((b.size for b in free), default=0)
-        used = self.reserved_bytes - cached_free
         requested = self._stats["requested_bytes"]["all"].current
         out.update(num_alloc_retries=self.num_alloc_retries, num_ooms=self.num_ooms,
                    num_device_alloc=self.num_device_alloc, num_device_free=self.num_device_free,
                    cached_free_bytes=cached_free, largest_free_block=largest,
                    internal_fragmentation=(1.0 - requested / used) if used else 0.0,
                    external_fragmentation=(1.0 - largest / cached_free) if cached_free else 0.0)
-        out["histogram.allocated"] = _histogram(b.size for b in self._live.values())
-        out["histogram.free"] = _histogram(b.size for b in free)
-        out["histogram.segment"] = _histogram(s.size for s in self._segments.values())
+        for name, items in (("allocated", self._live.values()), ("free", free), ("segment", self._segments.values())):
+            out[f"histogram.{name}"] = dict(sorted(Counter(max(x.size.bit_length() - 1, 0) for x in items).items()))
         return out
 
     def summary(self) -> str:
         """One line: allocated / requested / reserved / cached-free / largest free block."""
-        s = self._stats
-        free = self.free_blocks()
-        return (f"allocated {_fmt(s['allocated_bytes']['all'].current)} (requested "
-                f"{_fmt(s['requested_bytes']['all'].current)}), reserved {_fmt(self.reserved_bytes)} in "
-                f"{s['segment']['all'].current} segments, cached free {_fmt(self.reserved_bytes - self.allocated_bytes)}"
-                f" (largest block {_fmt(max((b.size for b in free), default=0))}), "
-                f"peak reserved {_fmt(s['reserved_bytes']['all'].peak)}")
+        s = self.stats()
+        return (f"allocated {_fmt(s['allocated_bytes.all.current'])} (requested "
+                f"{_fmt(s['requested_bytes.all.current'])}), reserved {_fmt(self.reserved_bytes)} in "
+                f"{s['segment.all.current']} segments, cached free {_fmt(s['cached_free_bytes'])} (largest block "
+                f"{_fmt(s['largest_free_block'])}), peak reserved {_fmt(s['reserved_bytes.all.peak'])}")
 
     def reset_peak_stats(self) -> None:
-        for pools in self._stats.values():
-            for st in pools.values():
-                st.peak = st.current
+        for st in (st for pools in self._stats.values() for st in pools.values()):
+            st.peak = st.current
 
     def __repr__(self):
         return f"{type(self).__name__}({self.summary()})"
-
-
-def _histogram(sizes) -> dict[int, int]:
-    h: dict[int, int] = {}
-    for n in sizes:
-        k = _log2_bucket(n)
-        h[k] = h.get(k, 0) + 1
-    return dict(sorted(h.items()))
 
 
 # ------------------------------------------------------------------------------------------------------ direct
@@ -262,12 +221,11 @@ class DirectAllocator(BaseAllocator):
         seg = self._new_segment(size, self._pool_of(size))
         if seg is None:
             raise self._oom(nbytes, size)
-        block = Block(seg.ptr, size, seg, device or self.device)
-        self._mark_allocated(block, nbytes)
+        block = Block(seg.ptr, size, seg)
+        self._mark_allocated(block, nbytes, device)
         return block
 
     def free(self, block: Block) -> None:
-        self._check_owned(block)
         self._mark_freed(block)
         self._release_segment(block.segment)
 
@@ -276,29 +234,11 @@ class DirectAllocator(BaseAllocator):
 
 
 # ----------------------------------------------------------------------------------------------------- caching
-class _Pool:
-    """Free blocks of one pool, ordered by (size, ptr) for best-fit search."""
-    __slots__ = ("blocks", "keys")
-
-    def __init__(self):
-        self.keys: list[tuple[int, int]] = []
-        self.blocks: dict[int, Block] = {}
-
-    def insert(self, block: Block) -> None:
-        bisect.insort(self.keys, (block.size, block.ptr))
-        self.blocks[block.ptr] = block
-
-    def remove(self, block: Block) -> None:
-        i = bisect.bisect_left(self.keys, (block.size, block.ptr))
-        del self.keys[i]
-        del self.blocks[block.ptr]
-
-    def lower_bound(self, size: int) -> Block | None:
-        i = bisect.bisect_left(self.keys, (size, -1))
-        return self.blocks[self.keys[i][1]] if i < len(self.keys) else None
-
-    def __contains__(self, block) -> bool:
-        return self.blocks.get(block.ptr) is block
+def _link(a: Block | None, b: Block | None) -> None:
+    if a is not None:
+        a.next = b
+    if b is not None:
+        b.prev = a
 
 
 class CachingAllocator(BaseAllocator):
@@ -342,23 +282,23 @@ class CachingAllocator(BaseAllocator):
         super().__init__(device, memory, capacity)
         for name, v in (("max_split_size", max_split_size), ("recycling_size_limit", recycling_size_limit),
                         ("oversize_slack", oversize_slack)):
-            if v is not None and (not isinstance(v, (int, np.integer)) or v <= 0):
+            if v is not None and (not _is_int(v) or v <= 0):
                 raise ValueError(f"{name}: expected a positive int or None, got {v!r}")
         geometry = {"min_block_size": min_block_size, "small_size": small_size, "small_buffer": small_buffer,
                     "large_buffer": large_buffer, "min_large_alloc": min_large_alloc, "round_large": round_large}
         for name, v in geometry.items():
-            if not isinstance(v, (int, np.integer)) or v <= 0 or v % ALIGNMENT:
+            if not _is_int(v) or v <= 0 or v % ALIGNMENT:
                 raise ValueError(f"{name}: expected a positive multiple of {ALIGNMENT}, got {v!r}")
         if small_buffer < small_size:
             raise ValueError(f"small_buffer: must be >= small_size ({small_size}), got {small_buffer}")
         self.__dict__.update(geometry)
-        self.max_split_size = max_split_size
-        self.recycling_size_limit = recycling_size_limit
+        self.max_split_size, self.recycling_size_limit = max_split_size, recycling_size_limit
         if oversize_slack is None:
             oversize_slack = large_buffer if max_split_size is None else min(large_buffer, max_split_size)
         self.oversize_slack = oversize_slack
         self.roundup_power2_divisions = _divisions_fn(roundup_power2_divisions)
-        self.pools = {"small_pool": _Pool(), "large_pool": _Pool()}
+        # the cached free blocks of each pool as (size, ptr, block), sorted for best-fit search
+        self.pools: dict[str, list[tuple[int, int, Block]]] = {"small_pool": [], "large_pool": []}
 
     # --- sizes
     def round_size(self, nbytes: int) -> int:
@@ -380,10 +320,8 @@ class CachingAllocator(BaseAllocator):
         if limit is not None and size >= limit:
             return rounded   # an oversize block is never split: a bigger segment would only be waste
         seg = self.large_buffer if size < self.min_large_alloc else rounded
-        if limit is not None and seg >= limit:
-            # a segment for a below-limit request stays below the limit, so that it can be split and reused
-            seg = size
-        return seg
+        # a segment for a below-limit request stays below the limit, so that it can be split and reused
+        return size if limit is not None and seg >= limit else seg
 
     def _pool_of(self, size: int) -> str:
         return "small_pool" if size <= self.small_size else "large_pool"
@@ -392,136 +330,103 @@ class CachingAllocator(BaseAllocator):
     def malloc(self, nbytes: int, device=None) -> Block:
         nbytes = _check_nbytes(nbytes)
         size = self.round_size(nbytes)
-        pool_name = self._pool_of(size)
-        pool = self.pools[pool_name]
-        block = self._get_free_block(size, pool, pool_name)
+        pool = self._pool_of(size)
+        block = self._get_free_block(size, pool)
         if block is None:
             alloc_size = self.allocation_size(size)
-            seg = self._new_segment(alloc_size, pool_name)
-            if seg is None and self._release_available_cached_blocks(size, pool):
-                seg = self._new_segment(alloc_size, pool_name)
+            seg = self._new_segment(alloc_size, pool)
+            if seg is None and self._release_oversize(size, pool):
+                seg = self._new_segment(alloc_size, pool)
             if seg is None:   # as PyTorch: release every unsplit cached segment, retry (and count the retry)
-                self._release_cached_blocks()
+                self.empty_cache()
                 self.num_alloc_retries += 1
-                seg = self._new_segment(alloc_size, pool_name)
+                seg = self._new_segment(alloc_size, pool)
             if seg is None:
                 raise self._oom(nbytes, size)
             block = Block(seg.ptr, seg.size, seg)
-        if self._should_split(block, size):
-            rest = Block(block.ptr + size, block.size - size, block.segment)
-            rest.prev, rest.next = block, block.next
-            if block.next is not None:
-                block.next.prev = rest
-            block.next, block.size = rest, size
-            self._insert_free(rest)
-        block.device = device or self.device
-        self._mark_allocated(block, nbytes)
+        rest = block.size - size
+        if (rest >= self.min_block_size if pool == "small_pool" else
+                rest > self.small_size and (self.max_split_size is None or size < self.max_split_size)):
+            tail = Block(block.ptr + size, rest, block.segment)
+            _link(tail, block.next)
+            _link(block, tail)
+            block.size = size
+            self._cache(tail, True)
+        self._mark_allocated(block, nbytes, device)
         return block
 
-    def _get_free_block(self, size: int, pool: _Pool, pool_name: str) -> Block | None:
-        block = pool.lower_bound(size)
-        if block is None:
+    def _get_free_block(self, size: int, pool: str) -> Block | None:
+        cached = self.pools[pool]
+        i = bisect.bisect_left(cached, (size, -1))
+        if i == len(cached):
             return None
-        limit = self.max_split_size
-        if limit is not None and pool_name == "large_pool":
-            if size < limit <= block.size:
-                return None   # an oversize block never serves a small request
-            if size >= limit and block.size >= size + self.oversize_slack:
-                return None   # nor a large one it would waste too much of
-        if (self.recycling_size_limit is not None and pool_name == "large_pool"
-                and block.size >= self.recycling_size_limit):
+        block, limit, large = cached[i][2], self.max_split_size, pool == "large_pool"
+        # an oversize block never serves a small request, nor a large one it would waste too much of
+        if large and limit is not None and (size < limit <= block.size or
+                                            size >= limit and block.size >= size + self.oversize_slack):
             return None
-        self._remove_free(block)
+        if large and self.recycling_size_limit is not None and block.size >= self.recycling_size_limit:
+            return None
+        self._cache(block, False)
         return block
-
-    def _should_split(self, block: Block, size: int) -> bool:
-        remaining = block.size - size
-        if block.segment.pool == "small_pool":
-            return remaining >= self.min_block_size
-        return remaining > self.small_size and (self.max_split_size is None or size < self.max_split_size)
 
     # --- free
     def free(self, block: Block) -> None:
-        self._check_owned(block)
         self._mark_freed(block)
         # the caller's Block object is retired; the cache tracks the range with a fresh one
         node = Block(block.ptr, block.size, block.segment)
-        node.prev, node.next = block.prev, block.next
-        if node.prev is not None:
-            node.prev.next = node
-        if node.next is not None:
-            node.next.prev = node
+        prev, nxt = block.prev, block.next
         block.prev = block.next = None
-        pool = self.pools[node.segment.pool]
-        for nb in (node.prev, node.next):
-            if nb is not None and nb in pool:
-                self._remove_free(nb)
-                if nb is node.prev:
-                    node.ptr, node.prev = nb.ptr, nb.prev
-                    if nb.prev is not None:
-                        nb.prev.next = node
-                else:
-                    node.next = nb.next
-                    if nb.next is not None:
-                        nb.next.prev = node
-                node.size += nb.size
-        if (self.recycling_size_limit is not None and node.prev is None and node.next is None
+        if prev is not None and not prev.allocated:   # coalesce with free neighbours
+            self._cache(prev, False)
+            node.ptr, node.size, prev = prev.ptr, node.size + prev.size, prev.prev
+        if nxt is not None and not nxt.allocated:
+            self._cache(nxt, False)
+            node.size, nxt = node.size + nxt.size, nxt.next
+        _link(prev, node)
+        _link(node, nxt)
+        if (self.recycling_size_limit is not None and prev is None and nxt is None
                 and node.size >= self.recycling_size_limit and node.segment.pool == "large_pool"):
             self._release_segment(node.segment)
-            return
-        self._insert_free(node)
+        else:
+            self._cache(node, True)
 
-    def _insert_free(self, block: Block) -> None:
-        self.pools[block.segment.pool].insert(block)
+    def _cache(self, block: Block, insert: bool) -> None:
+        """Put ``block`` into (or take it out of) its pool's cache, counting it as inactive split if it is one."""
+        cached, key = self.pools[block.segment.pool], (block.size, block.ptr)
+        if insert:
+            bisect.insort(cached, (*key, block))
+        else:
+            del cached[bisect.bisect_left(cached, key)]
         if block.prev is not None or block.next is not None:
-            self._add("inactive_split", block.segment.pool, 1)
-            self._add("inactive_split_bytes", block.segment.pool, block.size)
-
-    def _remove_free(self, block: Block) -> None:
-        self.pools[block.segment.pool].remove(block)
-        if block.prev is not None or block.next is not None:
-            self._add("inactive_split", block.segment.pool, -1)
-            self._add("inactive_split_bytes", block.segment.pool, -block.size)
+            self._count(block.segment.pool, 1 if insert else -1, None, inactive_split=1,
+                        inactive_split_bytes=block.size)
 
     # --- releasing cached memory
-    def _release_free_segment_block(self, block: Block) -> None:
-        self._remove_free(block)
-        self._release_segment(block.segment)
+    def _release_whole(self, blocks: list[Block]) -> int:
+        """Return the segments of these unsplit cached blocks to the backend; the bytes released."""
+        for b in blocks:
+            self._cache(b, False)
+            self._release_segment(b.segment)
+        return sum(b.size for b in blocks)
 
-    def _release_available_cached_blocks(self, size: int, pool: _Pool) -> bool:
+    def _release_oversize(self, size: int, pool: str) -> bool:
         """Free whole oversize segments: the best fit for ``size``, else the largest until enough is freed."""
         limit = self.max_split_size
         if limit is None:
             return False
         key = max(size, limit)
-        whole = [pool.blocks[p] for _, p in pool.keys if _ >= limit]
-        whole = [b for b in whole if b.prev is None and b.next is None]
-        fit = next((b for b in whole if b.size >= key), None)
-        if fit is not None:
-            self._release_free_segment_block(fit)
-            return True
-        released = 0
-        for b in reversed(whole):
-            if released >= key:
-                break
-            self._release_free_segment_block(b)
-            released += b.size
-        return released >= key
-
-    def _release_cached_blocks(self) -> bool:
-        released = False
-        for pool in self.pools.values():
-            for b in [b for b in pool.blocks.values() if b.prev is None and b.next is None]:
-                self._release_free_segment_block(b)
-                released = True
-        return released
+        whole = [b for s, _, b in self.pools[pool] if s >= limit and b.prev is None and b.next is None]
+        largest = whole[::-1]
+        enough = bisect.bisect_left(list(itertools.accumulate(b.size for b in largest)), key) + 1
+        return self._release_whole([b for b in whole if b.size >= key][:1] or largest[:enough]) >= key
 
     def empty_cache(self) -> None:
         """Return every cached segment that holds no live block to the backend."""
-        self._release_cached_blocks()
+        self._release_whole([b for b in self.free_blocks() if b.prev is None and b.next is None])
 
     def free_blocks(self) -> list[Block]:
-        return [b for pool in self.pools.values() for b in pool.blocks.values()]
+        return [b for cached in self.pools.values() for _, _, b in cached]
 
     def segments(self) -> list[tuple[Segment, list[Block]]]:
         """Each segment with its blocks (live and cached) in address order."""
@@ -536,7 +441,7 @@ def _divisions_fn(spec):
         return lambda size: 0
     if callable(spec):
         return spec
-    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+    if _is_int(spec):
         if spec < 0 or (spec > 1 and spec & (spec - 1)):
             raise ValueError(f"roundup_power2_divisions: expected 0, 1 or a power of two, got {spec!r}")
         return lambda size: int(spec)

@@ -16,7 +16,8 @@ ALIGNMENT = 64
 
 # ------------------------------------------------------------------------------------------------- raw memory
 class RawMemory:
-    """A source of raw segments: ``alloc(nbytes) -> (ptr, handle)``; ``release(handle)`` gives them back."""
+    """A source of raw segments: ``alloc(nbytes) -> (ptr, handle)``; ``release(handle)`` gives them back;
+    ``buffer(handle, offset, nbytes)`` views their bytes (memory with no backing raises)."""
     kind = "abstract"
 
     def alloc(self, nbytes: int):
@@ -26,7 +27,7 @@ class RawMemory:
         pass
 
     def buffer(self, handle, offset: int, nbytes: int):
-        raise NotImplementedError
+        raise ValueError(f"Block.buffer: a {self.kind} allocator has no backing memory (use memory='host')")
 
 
 class HostMemory(RawMemory):
@@ -74,9 +75,6 @@ class VirtualMemory(RawMemory):
         self._next += -(-(nbytes + 1) // 4096) * 4096 + 4096
         return ptr, None
 
-    def buffer(self, handle, offset: int, nbytes: int):
-        raise ValueError("Block.buffer: a virtual allocator has no backing memory (use memory='host')")
-
 
 def make_memory(memory: str | RawMemory | None, device=None) -> RawMemory:
     """``'host'``, ``'cupy'``, ``'virtual'``, a ``RawMemory``, or ``None`` (follow the device's platform)."""
@@ -84,13 +82,10 @@ def make_memory(memory: str | RawMemory | None, device=None) -> RawMemory:
         return memory
     if memory is None:
         memory = "cupy" if getattr(device, "platform", "cpu") == "gpu" else "host"
-    if memory == "host":
-        return HostMemory()
-    if memory == "cupy":
-        return CupyMemory(getattr(device, "id", 0))
-    if memory == "virtual":
-        return VirtualMemory()
-    raise ValueError(f"memory: expected 'host', 'cupy', 'virtual' or a RawMemory, got {memory!r}")
+    kinds = {"host": HostMemory, "virtual": VirtualMemory, "cupy": lambda: CupyMemory(getattr(device, "id", 0))}
+    if memory not in tuple(kinds):
+        raise ValueError(f"memory: expected 'host', 'cupy', 'virtual' or a RawMemory, got {memory!r}")
+    return kinds[memory]()
 
 
 # ------------------------------------------------------------------------------------------------------ blocks
@@ -100,8 +95,7 @@ class Segment:
     _ids = itertools.count()
 
     def __init__(self, ptr: int, size: int, handle, memory: RawMemory, pool: str, owner=None):
-        self.ptr, self.size, self.handle, self.memory, self.pool = ptr, size, handle, memory, pool
-        self.owner = owner
+        self.ptr, self.size, self.handle, self.memory, self.pool, self.owner = ptr, size, handle, memory, pool, owner
         self.id = next(Segment._ids)
 
 
