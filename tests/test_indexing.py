@@ -203,6 +203,40 @@ def test_scatter_impl_handles_non_contiguous_operands():
             np.testing.assert_array_equal(out, scatter_ref(operand, ind, upd, axes=(0,), op=op), err_msg=op)
 
 
+@given(st.data())
+def test_scatter_with_one_index_per_batch_entry_matches_reference(data):
+    """The plain-indexing path (positions distinct by construction) against the element-by-element reference,
+    out-of-range indices in every mode and narrow index dtypes included."""
+    f = impls(np)
+    bshape = tuple(data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=2)))
+    sizes = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=2))
+    rest = tuple(data.draw(st.lists(st.integers(1, 3), max_size=1)))
+    op = data.draw(st.sampled_from(["add", "mul", "min", "max", "set"]))
+    mode = data.draw(st.sampled_from(["clip", "fill", "promise_in_bounds"]))
+    dtype = data.draw(st.sampled_from(["float32", "int32", "bool"]))
+    idtype = data.draw(st.sampled_from(["int64", "int32", "int8", "uint8"]))
+    nb, ns = len(bshape), len(sizes)
+    operand = data.draw(arrays(dtype, bshape + tuple(sizes) + rest))
+    operand = np.moveaxis(np.ascontiguousarray(np.moveaxis(operand, -1, 0)), 0, -1)    # not C-ordered
+    axes = tuple(range(nb, nb + ns))
+    low = 0 if idtype == "uint8" else -2
+    ind = np.stack([data.draw(arrays("int64", bshape, low=low, high=n + 1)) for n in sizes], -1).astype(idtype)
+    upd = data.draw(arrays(dtype, bshape + rest))
+    kw = dict(axes=axes, batch_dims=nb, mode=mode, op=op)
+    got = f["scatter"](operand, ind, upd, **kw)
+    ref_mode = "fill" if mode == "fill" else "clip"
+    np.testing.assert_array_equal(got, scatter_ref(operand, ind.astype(np.int64), upd, **{**kw, "mode": ref_mode}))
+    assert got.dtype == operand.dtype
+
+
+def test_narrow_indices_are_clamped_on_long_axes():
+    ind = np.array([[-5], [100], [127]], np.int8)
+    for idt in ("int8", "uint8", "int16"):
+        out = impls(np)["gather"](np.arange(300.0), ind.astype(idt), axes=(0,), batch_dims=0, mode="clip",
+                                  fill_value=None)
+        assert out.tolist() == [0.0 if idt != "uint8" else 251.0, 100.0, 127.0]
+
+
 class _LimitedUfunc:
     """A numpy ufunc with cupy's ``at`` limits: none at all, or only for 32/64-bit dtypes."""
 

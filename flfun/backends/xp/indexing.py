@@ -1,6 +1,7 @@
 """gather / scatter impls against an array module ``xp`` with advanced indexing: the operand is viewed with its
 batch dims, then the indexed axes, first, so one tuple of broadcast index arrays addresses it. Scatter works on a
-copy (inputs are immutable) and accumulates with ``ufunc.at``."""
+copy (inputs are immutable) and accumulates with ``ufunc.at``, or with plain indexing where the positions are
+distinct by construction (one index tuple per batch entry, as in the gradient of ``z[y]`` under vmap)."""
 from __future__ import annotations
 
 import numpy as np
@@ -41,11 +42,13 @@ def impls(xp) -> dict:
             if valid is not None:
                 cols = [xp.where(valid, c, 0) for c in cols]
         else:   # "promise_in_bounds" is clamped too: an impl must never read outside the buffer
-            cols = [xp.clip(c, 0, n - 1) for c, n in zip(cols, sizes)]
+            cols = [xp.minimum(xp.maximum(c if c.dtype.itemsize >= 4 else c.astype(xp.int32), 0), n - 1)
+                    for c, n in zip(cols, sizes)]     # (np.clip's Python wrapper costs 3 us)
         nb = len(ishape)
         batch = [xp.arange(shape[b]).reshape((1,) * b + (shape[b],) + (1,) * (nb - b - 1))
                  for b in range(batch_dims)]
-        idx = tuple(xp.broadcast_to(a, ishape) for a in batch + cols)
+        # the columns have the index shape: indexing broadcasts the batch aranges against them
+        idx = tuple(batch + cols) if cols else tuple(xp.broadcast_to(a, ishape) for a in batch)
         return perm, idx, valid, ishape, [shape[d] for d in rest]
 
     def gather(operand, indices, *, axes, batch_dims, mode, fill_value):
@@ -75,10 +78,11 @@ def impls(xp) -> dict:
             if op == "set":
                 return xp.array(flat[-1], copy=True)
             return xp.asarray(ufuncs[op](out, reducers[op](flat, axis=0)), dtype=out.dtype)
-        if op == "set":
+        if op == "set" or len(ishape) == batch_dims:   # one index per batch entry: the positions are distinct
             if valid is not None:      # drop out-of-bound updates
-                idx, updates = tuple(a[valid] for a in idx), updates[valid]
-            xp.transpose(out, perm)[idx] = updates
+                idx, updates = tuple(xp.broadcast_to(a, ishape)[valid] for a in idx), updates[valid]
+            view = xp.transpose(out, perm)
+            view[idx] = updates if op == "set" else ufuncs[op](view[idx], updates)
             return out
         # accumulate through the flat buffer: 1-d ufunc.at is several times faster than n-d
         strides = [1] * out.ndim
