@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, axis_main, bind, is_weak, short
-from flfun.primitives.common import (Zero, is_zero, linear_jvp, moveaxis, moveaxis_to_front, not_mapped,
-                                     tangent_aval_of)
-from flfun.util import canonical_axis
+from flfun.primitives import elementwise as E, reduce as R, shape as S
+from flfun.primitives.common import Zero, is_zero, linear_jvp, moveaxis, moveaxis_to_front, not_mapped, \
+    tangent_aval_of, zero_jvp
+from flfun.tree import tree_map
+from flfun.util import canonical_axis, prod
 
 
 def _axes(axis_name) -> tuple:
@@ -26,56 +28,48 @@ def _one_axis(axis_name, op: str):
     return axes[0]
 
 
-def _collective(name: str, abstract_eval=None) -> Primitive:
+def _collective(name: str, abstract_eval=None, *, transpose=None, batch=None, dim_params=()) -> Primitive:
+    """A collective primitive. With ``transpose`` it is linear (its jvp applies it to the tangent). ``batch``
+    handles the members of a vmapped axis it names (``batch(axis, x, d, **params) -> (out, out_dim)``); over
+    other axes it applies to the stacked members: in place for same-shape collectives, else with the members'
+    dimension first and the dimension-valued params (``dim_params``) shifted past it."""
     p = Primitive(name)
     p.collective = True
-    p.def_abstract_eval(abstract_eval or (lambda x, *, axes: ShapedArray(x.shape, x.dtype, is_weak(x))))
+    p.def_abstract_eval(abstract_eval or (lambda x, **params: ShapedArray(x.shape, x.dtype, is_weak(x))))
+    if transpose is not None:
+        p.def_jvp(linear_jvp(p))
+        p.def_transpose(transpose)
+
+    def batch_rule(frame, args, dims, *, axes, **params):
+        (x,), (d,) = args, dims
+        if frame.name in axes:
+            return batch(frame, x, d, axes=axes, **params)
+        if not dim_params:
+            return p.bind(x, axes=axes, **params), d
+        x = moveaxis_to_front(x, d, frame.size)
+        return p.bind(x, axes=axes, **{k: v + 1 if k in dim_params else v for k, v in params.items()}), 0
+    p.def_batch(batch_rule)
     return p
 
 
-def _S():
-    from flfun.primitives import shape
-    return shape
+def _sum_members(x, d, size: int):
+    """The sum over a vmapped axis of members mapped along ``d`` (an unmapped ``x``: ``size`` times ``x``)."""
+    return E.mul(x, S.full((), size, x.dtype)) if d is not_mapped else R.reduce_sum(x, (d,))
 
 
-def _reduce_batch(prim, reduce_fn, scale_unmapped):
-    """Reduce over the mapped axis when this level's name is among ``axes``; pass through otherwise."""
-    def rule(axis, args, dims, *, axes):
-        (x,), (d,) = args, dims
-        if axis.name not in axes:
-            return prim.bind(x, axes=axes), d
-        out = scale_unmapped(x, axis.size) if d is not_mapped else reduce_fn(x, (d,))
+def _reduction(name: str, combine, transpose=None) -> Primitive:
+    """Reduce over the vmapped axis when its name is among ``axes`` (then over the remaining names)."""
+    def batch(axis, x, d, *, axes):
         rest = tuple(a for a in axes if a != axis.name)
-        return (prim.bind(out, axes=rest) if rest else out), not_mapped
-    return rule
+        out = combine(x, d, axis.size)
+        return (p.bind(out, axes=rest) if rest else out), not_mapped
+    p = _collective(name, transpose=transpose, batch=batch)
+    return p
 
 
 # --------------------------------------------------------------------------------------------------------- psum
-psum_p = _collective("psum")
-
-
-def _psum_unmapped(x, size):
-    from flfun.primitives.elementwise import mul
-    return mul(x, _S().full((), size, x.dtype))
-
-
-def _reduce_sum(x, axes):
-    from flfun.primitives.reduce import reduce_sum
-    return reduce_sum(x, axes)
-
-
-psum_p.def_batch(_reduce_batch(psum_p, _reduce_sum, _psum_unmapped))
-
-
-@psum_p.def_jvp
-def _psum_jvp(primals, tangents, *, axes):
-    (x,), (t,) = primals, tangents
-    out = psum_p.bind(x, axes=axes)
-    return out, (Zero(tangent_aval_of(out)) if is_zero(t) else psum_p.bind(t, axes=axes))
-
-
 # every member receives the sum, so the cotangent of each input is the sum of all members' cotangents
-psum_p.def_transpose(lambda ct, x, *, axes: [psum_p.bind(ct, axes=axes)])
+psum_p = _reduction("psum", _sum_members, transpose=lambda ct, x, *, axes: [psum_p.bind(ct, axes=axes)])
 
 
 def psum(x, axis_name):
@@ -85,7 +79,6 @@ def psum(x, axis_name):
 
         >>> fl.vmap(lambda v: v / psum(v, 'i'), axis_name='i')(fnp.arange(1.0, 4.0))  # normalise
     """
-    from flfun.tree import tree_map
     axes = _axes(axis_name)
     return tree_map(lambda a: bind(psum_p, a, axes=axes), x)
 
@@ -98,10 +91,7 @@ def axis_size(axis_name) -> int:
         >>> fl.vmap(lambda v: v * axis_size('i'), axis_name='i')(fnp.ones(3)).tolist()
         [3.0, 3.0, 3.0]
     """
-    size = 1
-    for name in _axes(axis_name):
-        size *= axis_main(name, "axis_size").global_data.size
-    return size
+    return prod(axis_main(name, "axis_size").global_data.size for name in _axes(axis_name))
 
 
 def pmean(x, axis_name):
@@ -112,36 +102,27 @@ def pmean(x, axis_name):
         >>> fl.vmap(lambda v: pmean(v, 'i'), axis_name='i')(fnp.arange(3.0)).tolist()
         [1.0, 1.0, 1.0]
     """
-    from flfun.primitives.elementwise import div
-    from flfun.tree import tree_map
     n = axis_size(axis_name)
-    return tree_map(lambda s: div(s, _S().full((), n, s.dtype)), psum(x, axis_name))
+    return tree_map(lambda s: E.div(s, S.full((), n, s.dtype)), psum(x, axis_name))
 
 
 # ---------------------------------------------------------------------------------------------------- pmax/pmin
-def _extreme(name, reduce_name):
-    p = _collective(name)
-
-    def reduce_fn(x, axes):
-        from flfun.primitives import reduce as R
-        return getattr(R, reduce_name)(x, axes)
-    p.def_batch(_reduce_batch(p, reduce_fn, lambda x, size: x))
-
-    @p.def_jvp
-    def _jvp(primals, tangents, *, axes):
-        from flfun.primitives.elementwise import convert_element_type, div, eq, mul
+def _extreme_jvp(p: Primitive):
+    def rule(primals, tangents, *, axes):
         (x,), (t,) = primals, tangents
         out = p.bind(x, axes=axes)
         if is_zero(t):
             return out, Zero(tangent_aval_of(out))
         # ties share the tangent evenly, as reduce_max does
-        hit = convert_element_type(eq(x, out), x.dtype)
-        return out, div(psum_p.bind(mul(t, hit), axes=axes), psum_p.bind(hit, axes=axes))
-    return p
+        hit = E.convert_element_type(E.eq(x, out), x.dtype)
+        return out, E.div(psum_p.bind(E.mul(t, hit), axes=axes), psum_p.bind(hit, axes=axes))
+    return rule
 
 
-pmax_p = _extreme("pmax", "reduce_max")
-pmin_p = _extreme("pmin", "reduce_min")
+pmax_p = _reduction("pmax", lambda x, d, size: x if d is not_mapped else R.reduce_max(x, (d,)))
+pmin_p = _reduction("pmin", lambda x, d, size: x if d is not_mapped else R.reduce_min(x, (d,)))
+for _p in (pmax_p, pmin_p):
+    _p.def_jvp(_extreme_jvp(_p))
 
 
 def pmax(x, axis_name):
@@ -166,30 +147,22 @@ def _all_gather_abstract_eval(x, *, axes, axis, axis_size, tiled):
     return ShapedArray(shape, x.dtype, is_weak(x))
 
 
-all_gather_p = _collective("all_gather", _all_gather_abstract_eval)
-all_gather_p.def_jvp(linear_jvp(all_gather_p))
-
-
-@all_gather_p.def_transpose
-def _all_gather_transpose(ct, x, *, axes, axis, axis_size, tiled):
-    # member i's input appears in slot i of every member's output: sum those slots over the members
-    return [psum_scatter_p.bind(ct, axes=axes, scatter_dimension=axis, axis_size=axis_size, tiled=tiled)]
-
-
 def _merge_dims(x, d: int):
     """Merge dimensions ``d`` and ``d + 1`` of ``x`` (row-major)."""
     s = tuple(x.shape)
-    return _S().reshape(x, s[:d] + (s[d] * s[d + 1],) + s[d + 2:])
+    return S.reshape(x, s[:d] + (s[d] * s[d + 1],) + s[d + 2:])
 
 
-@all_gather_p.def_batch
-def _all_gather_batch(frame, args, dims, *, axes, axis, axis_size, tiled):
-    (x,), (d,) = args, dims
-    x = moveaxis_to_front(x, d, frame.size)
-    if frame.name not in axes:
-        return all_gather_p.bind(x, axes=axes, axis=axis + 1, axis_size=axis_size, tiled=tiled), 0
-    out = moveaxis(x, 0, axis)           # every member sees all members' values, stacked in member order
+def _all_gather_batch(frame, x, d, *, axes, axis, axis_size, tiled):
+    out = moveaxis(moveaxis_to_front(x, d, frame.size), 0, axis)     # all members' values, in member order
     return (_merge_dims(out, axis) if tiled else out), not_mapped
+
+
+# member i's input appears in slot i of every member's output: sum those slots over the members
+all_gather_p = _collective(
+    "all_gather", _all_gather_abstract_eval, batch=_all_gather_batch, dim_params=("axis",),
+    transpose=lambda ct, x, *, axes, axis, axis_size, tiled: [
+        psum_scatter_p.bind(ct, axes=axes, scatter_dimension=axis, axis_size=axis_size, tiled=tiled)])
 
 
 def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
@@ -202,17 +175,16 @@ def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
         >>> fl.vmap(lambda v: all_gather(v, 'i'), axis_name='i')(fnp.arange(3.0))[0].tolist()
         [0.0, 1.0, 2.0]
     """
-    from flfun.tree import tree_map
     names = _axes(axis_name)
     sizes = [axis_size(n) for n in names]
+    tile = tiled or len(names) > 1
 
     def one(a):
         nd = len(a.shape)
         ax = canonical_axis(axis, nd if tiled else nd + 1, "all_gather axis")
         if not tiled and len(names) > 1:
-            a = _S().expand_dims(a, (ax,))
+            a = S.expand_dims(a, (ax,))
         for name, n in zip(reversed(names), reversed(sizes)):
-            tile = tiled or len(names) > 1
             a = bind(all_gather_p, a, axes=(name,), axis=ax, axis_size=n, tiled=tile)
         return a
     return tree_map(one, x)
@@ -237,28 +209,18 @@ def _psum_scatter_abstract_eval(x, *, axes, scatter_dimension, axis_size, tiled)
     return ShapedArray(shape, x.dtype, is_weak(x))
 
 
-psum_scatter_p = _collective("psum_scatter", _psum_scatter_abstract_eval)
-psum_scatter_p.def_jvp(linear_jvp(psum_scatter_p))
-
-
-@psum_scatter_p.def_transpose
-def _psum_scatter_transpose(ct, x, *, axes, scatter_dimension, axis_size, tiled):
-    return [all_gather_p.bind(ct, axes=axes, axis=scatter_dimension, axis_size=axis_size, tiled=tiled)]
-
-
-@psum_scatter_p.def_batch
-def _psum_scatter_batch(axis, args, dims, *, axes, scatter_dimension, axis_size, tiled):
-    (x,), (d,) = args, dims
-    if axis.name not in axes:
-        x = moveaxis_to_front(x, d, axis.size)
-        return psum_scatter_p.bind(x, axes=axes, scatter_dimension=scatter_dimension + 1, axis_size=axis_size,
-                                   tiled=tiled), 0
-    total = _psum_unmapped(x, axis.size) if d is not_mapped else _reduce_sum(x, (d,))
-    sd = scatter_dimension
+def _psum_scatter_batch(axis, x, d, *, axes, scatter_dimension, axis_size, tiled):
+    total, sd = _sum_members(x, d, axis.size), scatter_dimension
     if tiled:       # split the dimension into (members, chunk): member i's chunk is slot i
         s = tuple(total.shape)
-        total = _S().reshape(total, s[:sd] + (axis.size, s[sd] // axis.size) + s[sd + 1:])
+        total = S.reshape(total, s[:sd] + (axis.size, s[sd] // axis.size) + s[sd + 1:])
     return total, sd
+
+
+psum_scatter_p = _collective(
+    "psum_scatter", _psum_scatter_abstract_eval, batch=_psum_scatter_batch, dim_params=("scatter_dimension",),
+    transpose=lambda ct, x, *, axes, scatter_dimension, axis_size, tiled: [
+        all_gather_p.bind(ct, axes=axes, axis=scatter_dimension, axis_size=axis_size, tiled=tiled)])
 
 
 def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = False):
@@ -272,48 +234,33 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = Fals
         >>> fl.vmap(lambda v: psum_scatter(v, 'i'), axis_name='i')(fnp.ones((2, 2))).tolist()
         [2.0, 2.0]
     """
-    from flfun.tree import tree_map
     names = _axes(axis_name)
     sizes = [axis_size(n) for n in names]
+    multi = len(names) > 1
 
     def one(a):
         sd = canonical_axis(scatter_dimension, len(a.shape), "psum_scatter scatter_dimension")
-        multi = len(names) > 1
-        if multi and not tiled and a.shape[sd] != _prod(sizes):
+        if multi and not tiled and a.shape[sd] != prod(sizes):
             raise ValueError(f"psum_scatter: dimension {sd} of {short(a)} must equal the axis size "
-                             f"{_prod(sizes)} (or pass tiled=True)")
+                             f"{prod(sizes)} (or pass tiled=True)")
         for name, n in zip(names, sizes):
             a = bind(psum_scatter_p, a, axes=(name,), scatter_dimension=sd, axis_size=n, tiled=tiled or multi)
-        return _S().squeeze(a, (sd,)) if multi and not tiled else a
+        return S.squeeze(a, (sd,)) if multi and not tiled else a
     return tree_map(one, x)
 
 
-def _prod(xs) -> int:
-    out = 1
-    for v in xs:
-        out *= v
-    return out
-
-
 # ----------------------------------------------------------------------------------------------------- ppermute
-ppermute_p = _collective("ppermute", lambda x, *, axes, perm: ShapedArray(x.shape, x.dtype, is_weak(x)))
-ppermute_p.def_jvp(linear_jvp(ppermute_p))
-ppermute_p.def_transpose(lambda ct, x, *, axes, perm: [ppermute_p.bind(ct, axes=axes,
-                                                                         perm=tuple((d, s) for s, d in perm))])
-
-
-@ppermute_p.def_batch
-def _ppermute_batch(axis, args, dims, *, axes, perm):
-    (x,), (d,) = args, dims
-    if axis.name not in axes:
-        return ppermute_p.bind(x, axes=axes, perm=perm), d
-    S = _S()
+def _ppermute_batch(axis, x, d, *, axes, perm):
     x = moveaxis_to_front(x, d, axis.size)
     rest = tuple(x.shape[1:])
     src_of = {dst: src for src, dst in perm}
     rows = [S.slice(x, (src_of[m],) + (0,) * len(rest), (src_of[m] + 1,) + rest) if m in src_of
             else S.full((1,) + rest, 0, x.dtype) for m in range(axis.size)]
     return S.concatenate(rows, 0), 0
+
+
+ppermute_p = _collective("ppermute", batch=_ppermute_batch, transpose=lambda ct, x, *, axes, perm: [
+    ppermute_p.bind(ct, axes=axes, perm=tuple((d, s) for s, d in perm))])
 
 
 def ppermute(x, axis_name, perm):
@@ -326,7 +273,6 @@ def ppermute(x, axis_name, perm):
         >>> fl.vmap(lambda v: ppermute(v, 'i', shift), axis_name='i')(fnp.arange(3.0)).tolist()
         [2.0, 0.0, 1.0]
     """
-    from flfun.tree import tree_map
     name = _one_axis(axis_name, "ppermute")
     n = axis_size(name)
     try:
@@ -353,21 +299,15 @@ def _all_to_all_abstract_eval(x, *, axes, split_axis, concat_axis, axis_size):
     return ShapedArray(shape, x.dtype, is_weak(x))
 
 
-all_to_all_p = _collective("all_to_all", _all_to_all_abstract_eval)
-all_to_all_p.def_jvp(linear_jvp(all_to_all_p))
-all_to_all_p.def_transpose(lambda ct, x, *, axes, split_axis, concat_axis, axis_size: [
-    all_to_all_p.bind(ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis, axis_size=axis_size)])
-
-
-@all_to_all_p.def_batch
-def _all_to_all_batch(axis, args, dims, *, axes, split_axis, concat_axis, axis_size):
-    (x,), (d,) = args, dims
-    x = moveaxis_to_front(x, d, axis.size)
-    if axis.name not in axes:
-        return all_to_all_p.bind(x, axes=axes, split_axis=split_axis + 1, concat_axis=concat_axis + 1,
-                                 axis_size=axis_size), 0
+def _all_to_all_batch(axis, x, d, *, axes, split_axis, concat_axis, axis_size):
     # x[j, ..., i, ...] is what member j sends to member i: a transpose of the stacked members
-    return moveaxis(moveaxis(x, split_axis + 1, 0), 1, concat_axis + 1), 0
+    return moveaxis(moveaxis(moveaxis_to_front(x, d, axis.size), split_axis + 1, 0), 1, concat_axis + 1), 0
+
+
+all_to_all_p = _collective(
+    "all_to_all", _all_to_all_abstract_eval, batch=_all_to_all_batch, dim_params=("split_axis", "concat_axis"),
+    transpose=lambda ct, x, *, axes, split_axis, concat_axis, axis_size: [
+        all_to_all_p.bind(ct, axes=axes, split_axis=concat_axis, concat_axis=split_axis, axis_size=axis_size)])
 
 
 def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool = False):
@@ -382,7 +322,6 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
         >>> fl.vmap(lambda v: all_to_all(v, 'i', 0, 0), axis_name='i')(x).tolist()   # a transpose
         [[0.0, 2.0], [1.0, 3.0]]
     """
-    from flfun.tree import tree_map
     name = _one_axis(axis_name, "all_to_all")
     n = axis_size(name)
 
@@ -396,25 +335,16 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
         if s[sa] % n:
             raise ValueError(f"all_to_all: dimension {sa} of {short(a)} must be divisible by the axis size {n} "
                              f"(tiled=True)")
-        a = _S().reshape(a, s[:sa] + (n, s[sa] // n) + s[sa + 1:])
+        a = S.reshape(a, s[:sa] + (n, s[sa] // n) + s[sa + 1:])
         a = bind(all_to_all_p, a, axes=(name,), split_axis=sa, concat_axis=ca, axis_size=n)
         return _merge_dims(a, ca)
     return tree_map(one, x)
 
 
 # -------------------------------------------------------------------------------------------------- axis_index
-axis_index_p = Primitive("axis_index")
-axis_index_p.collective = True
-axis_index_p.def_abstract_eval(lambda *, axes: ShapedArray((), dtypes.int32))
-
-
-@axis_index_p.def_batch
-def _axis_index_batch(axis, args, dims, *, axes):
-    return _S().iota(dtypes.int32, (axis.size,), 0), 0
-
-
-axis_index_p.def_jvp(lambda primals, tangents, *, axes: (axis_index_p.bind(axes=axes),
-                                                         Zero(ShapedArray((), dtypes.int32))))
+axis_index_p = _collective("axis_index", lambda *, axes: ShapedArray((), dtypes.int32))
+axis_index_p.def_jvp(zero_jvp(axis_index_p))
+axis_index_p.def_batch(lambda axis, args, dims, *, axes: (S.iota(dtypes.int32, (axis.size,), 0), 0))
 
 
 def axis_index(axis_name):
@@ -426,12 +356,10 @@ def axis_index(axis_name):
         >>> fl.vmap(lambda _: axis_index('i'), axis_name='i')(fnp.zeros(3)).tolist()
         [0, 1, 2]
     """
-    from flfun.primitives.elementwise import add, mul
     names = _axes(axis_name)
     out = bind(axis_index_p, axes=(names[0],))
     for name in names[1:]:
-        n = axis_size(name)
-        out = add(mul(out, _S().full((), n, dtypes.int32)), bind(axis_index_p, axes=(name,)))
+        out = E.add(E.mul(out, S.full((), axis_size(name), dtypes.int32)), bind(axis_index_p, axes=(name,)))
     return out
 
 
