@@ -8,6 +8,7 @@ alive. A strategy (``naive``, ``greedy_by_size``, ``best_fit``, ``auto`` or one 
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -18,11 +19,16 @@ ALIGNMENT = 64
 
 @dataclass
 class BufferSpec:
-    """What a strategy places: ``size`` bytes (a multiple of the alignment), live over eqns ``start..end``."""
+    """What a strategy places: ``size`` bytes (a multiple of the alignment), live over eqns ``start..end``. In a
+    ``MemoryPlan`` it also holds its ``offset``, a ``label`` and how many program ``values`` live in it (> 1:
+    in-place reuse)."""
     id: int
     size: int
     start: int
     end: int
+    offset: int = 0
+    label: str = ""
+    values: int = 1
 
     def overlaps_in_time(self, other: BufferSpec) -> bool:
         return self.start <= other.end and other.start <= self.end
@@ -83,11 +89,8 @@ def place_in_order(buffers: Iterable[BufferSpec]) -> dict[int, int]:
 @register_strategy("naive")
 def _naive(buffers, alignment):
     """No reuse: every buffer gets its own bytes (what an executor without a planner allocates)."""
-    out, top = {}, 0
-    for b in sorted(buffers, key=lambda b: (b.start, b.id)):
-        out[b.id] = top
-        top += b.size
-    return out
+    order = sorted(buffers, key=lambda b: (b.start, b.id))
+    return dict(zip((b.id for b in order), itertools.accumulate((b.size for b in order), initial=0)))
 
 
 @register_strategy("greedy_by_size")
@@ -129,20 +132,8 @@ def arena_size(buffers: list[BufferSpec], offsets: dict[int, int]) -> int:
     return max((offsets[b.id] + b.size for b in buffers), default=0)
 
 
-def _align(n: int, alignment: int) -> int:
-    return -(-n // alignment) * alignment
-
-
 # ---------------------------------------------------------------------------------------------------- plan
-@dataclass
-class PlannedBuffer:
-    id: int
-    offset: int
-    size: int
-    start: int
-    end: int
-    label: str
-    values: int                      # how many program values live in it (> 1: in-place reuse)
+PlannedBuffer = BufferSpec
 
 
 @dataclass
@@ -156,7 +147,7 @@ class MemoryPlan:
     """
     strategy: str
     alignment: int
-    buffers: list[PlannedBuffer]
+    buffers: list[BufferSpec]
     arena_bytes: int
     naive_bytes: int
     no_reuse_bytes: int
@@ -189,14 +180,13 @@ class MemoryPlan:
             for b in bs[i + 1:]:
                 if b.offset >= a.offset + a.size:
                     break
-                if a.size and b.size and a.start <= b.end and b.start <= a.end:
+                if a.size and b.size and a.overlaps_in_time(b):
                     raise ValueError(f"MemoryPlan: buffers {a.id} ({a.label}) and {b.id} ({b.label}) overlap in "
                                      f"memory and in time")
 
     def summary(self) -> str:
         """A table of every arena buffer (offset, size, lifetime, values sharing it) and the totals."""
-        rows = [f"{'buf':>4} {'offset':>10} {'bytes':>10} {'live':>11} {'vals':>4}  value",
-                "-" * 64]
+        rows = [f"{'buf':>4} {'offset':>10} {'bytes':>10} {'live':>11} {'vals':>4}  value", "-" * 64]
         for b in sorted(self.buffers, key=lambda b: (b.offset, b.start)):
             rows.append(f"{b.id:>4} {b.offset:>10} {b.size:>10} {f'{b.start}..{b.end}':>11} {b.values:>4}  "
                         f"{b.label}")
@@ -204,15 +194,13 @@ class MemoryPlan:
         return "\n".join(rows)
 
     def totals(self) -> str:
-        lb = self.lower_bound or 1
-        nv = self.naive_bytes or 1
+        lb, nv = self.lower_bound or 1, self.naive_bytes or 1
         return (f"strategy {self.strategy}: arena {_mib(self.arena_bytes)} = {self.arena_bytes / lb:.3f}x lower "
                 f"bound {_mib(self.lower_bound)}, {self.arena_bytes / nv:.3f}x naive {_mib(self.naive_bytes)} "
                 f"(arena buffers unshared {_mib(self.no_reuse_bytes)}); {len(self.buffers)} buffers over "
                 f"{self.num_eqns} equations, {self.inplace_hits} in-place")
 
-    def __str__(self):
-        return self.totals()
+    __str__ = totals
 
     def plot(self, path: str, title: str | None = None) -> None:
         """Draw the plan as rectangles over program point (x) and arena offset (y) into a PNG at ``path``."""
@@ -237,11 +225,7 @@ class MemoryPlan:
         ax.set_ylim(0, max(self.arena_bytes, self.lower_bound, 1) * scale * 1.08)
         ax.set_xlabel("program point (equation index)")
         ax.set_ylabel("arena offset (MiB)")
-        lb, nv = max(self.lower_bound, 1), max(self.naive_bytes, 1)
-        ax.set_title(title or f"memory plan ({self.strategy}): arena {_mib(self.arena_bytes)} = "
-                              f"{self.arena_bytes / lb:.3f}x lower bound, {self.arena_bytes / nv:.3f}x naive "
-                              f"({_mib(self.naive_bytes)})\n{len(self.buffers)} buffers over {self.num_eqns} "
-                              f"equations, {self.inplace_hits} in-place", fontsize=9)
+        ax.set_title(title or self.totals().replace("; ", "\n"), fontsize=9)
         ax.legend(loc="upper right", fontsize=8)
         fig.tight_layout()
         fig.savefig(path, dpi=130)
@@ -255,16 +239,8 @@ def _mib(n: int) -> str:
 # ------------------------------------------------------------------------------------------------ analysis
 def last_uses(program: Program) -> dict[int, int]:
     """Var id -> index of the last equation reading it (``len(eqns)`` for program outputs, -1 if unused)."""
-    n = len(program.eqns)
-    last: dict[int, int] = {}
-    for i, e in enumerate(program.eqns):
-        for v in e.inputs:
-            if type(v) is Var:
-                last[v.id] = i
-    for v in program.outvars:
-        if type(v) is Var:
-            last[v.id] = n
-    return last
+    last = {v.id: i for i, e in enumerate(program.eqns) for v in e.inputs if type(v) is Var}
+    return last | {v.id: len(program.eqns) for v in program.outvars if type(v) is Var}
 
 
 def plan_program(program: Program, can_write_out: Callable[[Eqn], bool] = lambda e: False,
@@ -291,53 +267,47 @@ def plan_program(program: Program, can_write_out: Callable[[Eqn], bool] = lambda
     roots: dict[int, Root] = {}
     var_roots: dict[int, frozenset] = {}
 
-    def new_root(kind, nbytes=0, index=-1, **kw) -> Root:
-        r = Root(len(roots), kind, nbytes, index, **kw)
-        roots[r.id] = r
-        return r
-
-    def bind(v: Var, rs: frozenset, exact_root: Root | None = None):
-        var_roots[v.id] = rs
+    def bind(v: Var, r: Root, views: frozenset | None = None) -> None:
+        """``v`` lives in ``r`` as its whole buffer or, given the roots it ``views``, somewhere in them or in r."""
+        var_roots[v.id] = rs = frozenset((r.id,)) if views is None else views | {r.id}
         for rid in rs:
             roots[rid].end = max(roots[rid].end, last.get(v.id, -1))
-        if exact_root is not None:
-            exact_root.exact.add(v.id)
+        if views is None:
+            r.exact.add(v.id)
+
+    def fresh(v: Var, kind: str, index: int, views: frozenset | None = None, **kw) -> None:
+        roots[len(roots)] = r = Root(len(roots), kind, v.aval.nbytes, index, **kw)
+        bind(v, r, views)
 
     for i, v in enumerate(program.constvars):
-        r = new_root("const", v.aval.nbytes, i)
-        bind(v, frozenset((r.id,)), r)
+        fresh(v, "const", i)
     for i, v in enumerate(program.invars):
-        r = new_root("input", v.aval.nbytes, i, donated=i in donated)
-        bind(v, frozenset((r.id,)), r)
-
+        fresh(v, "input", i, donated=i in donated)
     hits = 0
     for i, e in enumerate(program.eqns):
         in_roots = [var_roots[v.id] if type(v) is Var else frozenset() for v in e.inputs]
         if not can_write_out(e) or len(e.outputs) != 1:
-            union = frozenset().union(*in_roots)
             for v in e.outputs:
-                r = new_root("heap", v.aval.nbytes, i)
-                bind(v, union | {r.id})
+                fresh(v, "heap", i, frozenset().union(*in_roots))
             continue
         v = e.outputs[0]
-        is_out = v.id in outputs
-        target = _inplace_target(e, i, v, in_roots, roots, is_out) if inplace else None
+        target = _inplace_target(e, i, v, in_roots, roots, v.id in outputs) if inplace else None
         if target is not None:
             hits += 1
-            bind(v, frozenset((target.id,)), target)
-            continue
-        r = new_root("output" if is_out else "arena", v.aval.nbytes, i, label=f"{v.aval.str_short()} {e.prim.name}")
-        bind(v, frozenset((r.id,)), r)
+            bind(v, target)
+        else:
+            fresh(v, "output" if v.id in outputs else "arena", i, label=f"{v.aval.str_short()} {e.prim.name}")
 
-    specs = [BufferSpec(r.id, _align(r.nbytes, alignment), r.index, max(r.end, r.index))
-             for r in roots.values() if r.kind == "arena"]
-    offsets = STRATEGIES[strategy](specs, alignment)
-    buffers = [PlannedBuffer(s.id, offsets[s.id], s.size, s.start, s.end, roots[s.id].label,
-                             len(roots[s.id].exact)) for s in specs]
-    plan = MemoryPlan(strategy, alignment, buffers, arena_size(specs, offsets),
-                      sum(v.aval.nbytes for e in program.eqns for v in e.outputs),
-                      sum(s.size for s in specs), _peak(specs, n), _peak_vars(program, last), hits, n, roots,
-                      var_roots, program)
+    buffers = [BufferSpec(r.id, -(-r.nbytes // alignment) * alignment, r.index, max(r.end, r.index), label=r.label,
+                          values=len(r.exact)) for r in roots.values() if r.kind == "arena"]
+    offsets = STRATEGIES[strategy](buffers, alignment)
+    for b in buffers:
+        b.offset = offsets[b.id]
+    plan = MemoryPlan(strategy, alignment, buffers, arena_size(buffers, offsets),
+                      sum(v.aval.nbytes for e in program.eqns for v in e.outputs), sum(b.size for b in buffers),
+                      _peak((b.start, b.end, b.size) for b in buffers),
+                      _peak((i, max(last.get(v.id, i), i), v.aval.nbytes) for i, e in enumerate(program.eqns)
+                            for v in e.outputs), hits, n, roots, var_roots, program)
     plan.check()
     return plan
 
@@ -346,61 +316,26 @@ def _inplace_target(e: Eqn, i: int, v: Var, in_roots: list, roots: dict, is_out:
     """The buffer of an operand that ``v`` may overwrite: the primitive allows it, the operand is that buffer
     in full, same shape and dtype, the buffer is dead after this equation, and no other operand reads it."""
     for j in e.prim.inplace:
-        if j >= len(e.inputs):
-            continue
-        x = e.inputs[j]
+        x = e.inputs[j] if j < len(e.inputs) else None
         if type(x) is not Var or len(in_roots[j]) != 1:
             continue
         r = roots[next(iter(in_roots[j]))]
-        if x.id not in r.exact or x.aval.shape != v.aval.shape or x.aval.dtype != v.aval.dtype:
-            continue
-        if not ((r.kind == "arena" and not is_out) or (r.kind == "input" and r.donated)):
-            continue
-        if r.end > i:
-            continue
-        if any(r.id in rs and e.inputs[k] is not x for k, rs in enumerate(in_roots) if k != j):
-            continue
-        return r
+        if (x.id in r.exact and x.aval.shape == v.aval.shape and x.aval.dtype == v.aval.dtype and r.end <= i
+                and ((r.kind == "arena" and not is_out) or (r.kind == "input" and r.donated))
+                and not any(r.id in rs and e.inputs[k] is not x for k, rs in enumerate(in_roots) if k != j)):
+            return r
     return None
 
 
-def _peak(specs: list[BufferSpec], n: int) -> int:
-    delta = [0] * (n + 3)
-    for s in specs:
-        delta[s.start + 1] += s.size
-        delta[s.end + 2] -= s.size
-    peak = cur = 0
-    for d in delta:
-        cur += d
-        peak = max(peak, cur)
-    return peak
+def _peak(intervals: Iterable[tuple[int, int, int]]) -> int:
+    """The most bytes live at once over ``(first, last, nbytes)`` intervals (both ends inclusive): the arena's
+    lower bound, or JAX's ``peak_live_intermediates`` (each equation output live until its last use)."""
+    delta: dict[int, int] = {}
+    for first, last, nbytes in intervals:
+        delta[first] = delta.get(first, 0) + nbytes
+        delta[last + 1] = delta.get(last + 1, 0) - nbytes
+    return max(itertools.accumulate(delta[t] for t in sorted(delta)), default=0)
 
 
-def _peak_vars(program: Program, last: dict) -> int:
-    """JAX's ``peak_live_intermediates``: each equation output live from its equation to its last use."""
-    n = len(program.eqns)
-    delta = [0] * (n + 2)
-    for i, e in enumerate(program.eqns):
-        for v in e.outputs:
-            end = max(last.get(v.id, i), i)
-            delta[i] += v.aval.nbytes
-            delta[end + 1] -= v.aval.nbytes
-    peak = cur = 0
-    for d in delta:
-        cur += d
-        peak = max(peak, cur)
-    return peak
-
-
-__all__ = [
-    "ALIGNMENT",
-    "STRATEGIES",
-    "BufferSpec",
-    "MemoryPlan",
-    "PlannedBuffer",
-    "Root",
-    "last_uses",
-    "place_in_order",
-    "plan_program",
-    "register_strategy",
-]
+__all__ = ["ALIGNMENT", "STRATEGIES", "BufferSpec", "MemoryPlan", "PlannedBuffer", "Root", "last_uses", "place_in_order",
+           "plan_program", "register_strategy"]
