@@ -303,7 +303,9 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
 
 def _float_operands(op, *xs, dtype=None):
     from flfun.numpy._promote import promote
-    arrs = promote(op, *[asarray(x) if isinstance(x, (list, tuple)) else x for x in xs], to_float=True)
+    exact = dtype is not None and dtypes.is_float(dtype)      # Python numbers straight to the requested dtype
+    arrs = promote(op, *[asarray(x, dtype if exact and type(x) in (int, float) else None)
+                         if isinstance(x, (list, tuple, int, float)) else x for x in xs], to_float=True)
     if dtype is not None and dtypes.is_float(dtype):
         arrs = [a if a.dtype == dtype else lax.convert_element_type(a, dtype) for a in arrs]
     elif dtype is not None:   # integer results are computed in float64 and floored, as numpy does

@@ -22,7 +22,7 @@ from flfun.util import canonical_axes, canonical_axis, prod
 __all__ = ["reshape", "ravel", "flatten", "transpose", "permute_dims", "matrix_transpose", "moveaxis", "swapaxes",
            "squeeze", "expand_dims", "broadcast_to", "broadcast_arrays", "broadcast_shapes", "stack", "concat",
            "concatenate", "hstack", "vstack", "dstack", "column_stack", "split", "array_split", "unstack", "tile",
-           "repeat", "flip", "roll", "atleast_1d", "atleast_2d", "atleast_3d", "astype", "result_type",
+           "repeat", "flip", "roll", "diff", "atleast_1d", "atleast_2d", "atleast_3d", "astype", "result_type",
            "can_cast", "isdtype", "finfo", "iinfo", "size", "ndim", "shape"]
 
 
@@ -479,6 +479,29 @@ def roll(x, /, shift, axis=None) -> Array:
         if s:
             head, tail = _split_at(x, [0, n - s, n], a)
             x = lax_shape.concatenate([tail, head], a)
+    return x
+
+
+def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> Array:
+    """The ``n``-th discrete difference along ``axis`` (``x[1:] - x[:-1]``, repeated; ``!=`` for bool), after
+    joining ``prepend`` and ``append`` to ``x`` along ``axis``.
+
+    Example::
+
+        >>> fnp.diff(fnp.asarray([1, 4, 9, 16]), n=2).tolist()
+        [2, 2]
+    """
+    x = _arr(x)
+    ax = canonical_axis(axis, x.ndim, "diff")
+    if operator.index(n) < 0:
+        raise ValueError(f"diff: n must be non-negative, got {n}")
+    if n == 0:
+        return x
+    x = concat([a for a in (prepend, x, append) if a is not None], axis=ax)
+    for _ in range(n):
+        m = x.shape[ax]
+        hi, lo = _split_at(x, [builtins.min(1, m), m], ax)[0], _split_at(x, [0, builtins.max(m - 1, 0)], ax)[0]
+        x = lax.ne(hi, lo) if x.dtype == dtypes.bool_ else lax.sub(hi, lo)
     return x
 
 

@@ -1,15 +1,17 @@
-"""Sorting for ``flfun.numpy``: ``sort``, ``argsort`` (array API 2024.12 signatures), ``lexsort``, ``partition``
-and ``argpartition``. All are built on the ``sort`` primitive, which is always stable; NaNs sort last (first when
+"""Sorting, searching and set functions of ``flfun.numpy``: ``sort``, ``argsort``, ``searchsorted``, the
+``unique_*`` family (array API 2024.12), ``lexsort``, ``partition`` and ``argpartition``. All are built on the ``sort`` primitive, which is always stable; NaNs sort last (first when
 descending, since a descending sort is the reverse of an ascending one with ties kept in order)."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
+
+import numpy as np
 
 from flfun import dtypes
 from flfun.array import Array
 from flfun.numpy._creation import asarray
 from flfun.primitives import shape as lax
-from flfun.primitives.elementwise import sub
+from flfun.primitives.elementwise import eq, le, lt, ne, sub
 from flfun.util import canonical_axis
 
 
@@ -113,3 +115,85 @@ def argpartition(a, kth, axis: int = -1) -> Array:
 
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition"]
+
+
+def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
+    """int64 indices where inserting the elements of ``x2`` keeps the sorted 1-d ``x1`` sorted: the first such
+    place (``side='left'``) or the last (``'right'``); NaN sorts last. Every pair is compared, so it works under
+    every transform, at ``len(x1) * x2.size`` work.
+
+    Example::
+
+        >>> fnp.searchsorted(fnp.asarray([1, 2, 2, 3]), fnp.asarray([2, 5]), side="right").tolist()
+        [3, 4]
+    """
+    from flfun.numpy import logical_and, logical_or, take
+    from flfun.numpy._promote import promote
+    from flfun.numpy._reductions import sum as _sum
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    a, v = promote("searchsorted", _as_array(x1), x2)
+    if a.ndim != 1:
+        raise ValueError(f"searchsorted: x1 must be 1-d, got {a.ndim}-d")
+    a = a if sorter is None else take(a, sorter)
+    shape = (*v.shape, a.shape[0])
+    a, v = lax.broadcast_in_dim(a, shape, (v.ndim,)), lax.broadcast_in_dim(v, shape, tuple(range(v.ndim)))
+    v_nan = ne(v, v)
+    before = logical_or(lt(a, v), logical_and(v_nan, eq(a, a))) if side == "left" else logical_or(le(a, v), v_nan)
+    return _sum(before, axis=-1)
+
+
+class UniqueAllResult(NamedTuple):
+    values: Array
+    indices: Array
+    inverse_indices: Array
+    counts: Array
+
+
+class UniqueCountsResult(NamedTuple):
+    values: Array
+    counts: Array
+
+
+class UniqueInverseResult(NamedTuple):
+    values: Array
+    inverse_indices: Array
+
+
+def unique_all(x, /) -> UniqueAllResult:
+    """The distinct values of ``x`` (sorted, flattened; every NaN counts as distinct), the index of each one's
+    first occurrence, the index into ``values`` of each element of ``x`` (``x``'s shape) and the counts. The
+    result's shape depends on the values, so ``x`` must be concrete (eager only), like all ``unique_*``.
+
+    Example::
+
+        >>> [a.tolist() for a in fnp.unique_all(fnp.asarray([3, 1, 3]))]
+        [[1, 3], [1, 0], [1, 0, 1], [1, 2]]
+    """
+    from flfun.numpy._indexing import _concrete
+    a = _concrete(x, "unique")
+    values, index, inverse, counts = np.unique(a, return_index=True, return_inverse=True, return_counts=True,
+                                               equal_nan=False)
+    dev = x.device if isinstance(x, Array) else None
+    return UniqueAllResult(asarray(values, a.dtype, device=dev), *[
+        asarray(i, dtypes.int64, device=dev) for i in (index, inverse.reshape(a.shape), counts)])
+
+
+def unique_counts(x, /) -> UniqueCountsResult:
+    """The distinct values of ``x`` and their counts (eager only): ``fnp.unique_counts(x).counts``."""
+    out = unique_all(x)
+    return UniqueCountsResult(out.values, out.counts)
+
+
+def unique_inverse(x, /) -> UniqueInverseResult:
+    """The distinct values of ``x`` and where each element of ``x`` is among them (eager only)."""
+    out = unique_all(x)
+    return UniqueInverseResult(out.values, out.inverse_indices)
+
+
+def unique_values(x, /) -> Array:
+    """The distinct values of ``x``, sorted (eager only): ``fnp.unique_values(fnp.asarray([2, 1, 2])) -> [1, 2]``."""
+    return unique_all(x).values
+
+
+__all__ += ["searchsorted", "unique_all", "unique_counts", "unique_inverse", "unique_values"]
