@@ -13,8 +13,10 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Tracer, default_device, is_weak, short, wrap
+from flfun.numpy._promote import dtype_and_weak, promote
 from flfun.primitives import elementwise as lax
 from flfun.primitives import shape as lax_shape
+from flfun.primitives.common import broadcast_to_shape
 
 __all__ = ["asarray", "array", "copy", "from_dlpack", "full", "zeros", "ones", "empty", "full_like", "zeros_like",
            "ones_like", "empty_like", "arange", "linspace", "logspace", "eye", "identity", "meshgrid", "tri",
@@ -30,20 +32,12 @@ def _leaves(obj):
         yield obj
 
 
-def _leaf_dtype(x) -> tuple[np.dtype, bool]:
-    if type(x) in (int, float, bool):
-        return dtypes.scalar_dtype(x), True
-    if isinstance(x, Array):
-        return x.dtype, is_weak(x)
-    return dtypes.canonicalize(np.asarray(x).dtype), False
-
-
 def _infer_dtype(obj) -> np.dtype:
     """The dtype of ``obj`` with Python scalars weak: ``[1, 2.5] -> float32``, ``[np.float64(1)] -> float64``."""
     if isinstance(obj, (list, tuple)):
-        pairs = [_leaf_dtype(x) for x in _leaves(obj)]
+        pairs = [dtype_and_weak(x) for x in _leaves(obj)]
         return dtypes.result_type(*pairs)[0] if pairs else dtypes.DEFAULT_FLOAT
-    return _leaf_dtype(obj)[0]
+    return dtype_and_weak(obj)[0]
 
 
 def _to_device(x: Array, device) -> Array:
@@ -180,12 +174,10 @@ def full(shape, fill_value, dtype=None, *, device=None) -> Array:
 
 def _full(shape, fill_value, dtype, device, op: str) -> Array:
     shape = _shape(shape, op)
-    if dtype is None:
-        dtype = fill_value.dtype if hasattr(fill_value, "dtype") else dtypes.scalar_dtype(fill_value)
-    if not isinstance(fill_value, Array) and np.ndim(fill_value) != 0:
+    if np.ndim(fill_value) != 0:
         raise ValueError(f"{op}: fill_value must be a scalar, got shape {np.shape(fill_value)}")
-    if isinstance(fill_value, Array) and fill_value.shape != ():
-        raise ValueError(f"{op}: fill_value must be a scalar, got {short(fill_value)}")
+    if dtype is None:
+        dtype = dtype_and_weak(fill_value)[0] if op == "full" else dtypes.DEFAULT_FLOAT
     return _to_device(lax_shape.full(shape, fill_value, dtype), device)
 
 
@@ -197,7 +189,7 @@ def zeros(shape, dtype=None, *, device=None) -> Array:
         >>> fnp.zeros((2, 3)).shape
         (2, 3)
     """
-    return _full(shape, 0, dtypes.DEFAULT_FLOAT if dtype is None else dtype, device, "zeros")
+    return _full(shape, 0, dtype, device, "zeros")
 
 
 def ones(shape, dtype=None, *, device=None) -> Array:
@@ -208,7 +200,7 @@ def ones(shape, dtype=None, *, device=None) -> Array:
         >>> fnp.ones(3).tolist()
         [1.0, 1.0, 1.0]
     """
-    return _full(shape, 1, dtypes.DEFAULT_FLOAT if dtype is None else dtype, device, "ones")
+    return _full(shape, 1, dtype, device, "ones")
 
 
 def empty(shape, dtype=None, *, device=None) -> Array:
@@ -219,7 +211,7 @@ def empty(shape, dtype=None, *, device=None) -> Array:
         >>> fnp.empty(2).tolist()
         [0.0, 0.0]
     """
-    return zeros(shape, dtype, device=device)
+    return _full(shape, 0, dtype, device, "empty")
 
 
 def _like(x):
@@ -302,7 +294,6 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
 
 
 def _float_operands(op, *xs, dtype=None):
-    from flfun.numpy._promote import promote
     exact = dtype is not None and dtypes.is_float(dtype)      # Python numbers straight to the requested dtype
     arrs = promote(op, *[asarray(x, dtype if exact and type(x) in (int, float) else None)
                          if isinstance(x, (list, tuple, int, float)) else x for x in xs], to_float=True)
@@ -331,35 +322,25 @@ def linspace(start, stop, /, num: int = 50, *, dtype=None, device=None, endpoint
     dt = None if dtype is None else dtypes.canonicalize(dtype)
     a, b = _float_operands("linspace", start, stop, dtype=dt)
     shape = tuple(np.broadcast_shapes(a.shape, b.shape))
+    a, b = broadcast_to_shape(a, shape), broadcast_to_shape(b, shape)
     out_shape = (num, *shape)
-    lead = tuple(range(1, len(out_shape)))
-    a_b = lax_shape.broadcast_in_dim(_bcast(a, shape), out_shape, lead)
-    delta = lax.sub(_bcast(b, shape), _bcast(a, shape))
+
+    def along(v):
+        return lax_shape.broadcast_in_dim(v, out_shape, tuple(range(1, len(out_shape))))
     div = num - 1 if endpoint else num
-    t = lax_shape.iota(a.dtype, out_shape, 0)
-    if div > 0:
-        step = lax.div(delta, lax_shape.full((), div, a.dtype))
-        out = lax.add(a_b, lax.mul(t, lax_shape.broadcast_in_dim(step, out_shape, lead)))
-        if endpoint and num > 1:
-            last = lax.eq(lax_shape.iota(dtypes.DEFAULT_INT, out_shape, 0), lax_shape.full((), num - 1, "int64"))
-            out = lax.select(last, lax_shape.broadcast_in_dim(_bcast(b, shape), out_shape, lead), out)
-    else:
-        step = lax_shape.full(shape, np.nan, a.dtype)
-        out = lax.add(a_b, lax.mul(t, lax_shape.broadcast_in_dim(delta, out_shape, lead)))
+    delta = lax.sub(b, a)
+    step = lax.div(delta, lax_shape.full((), div, a.dtype)) if div > 0 else lax_shape.full(shape, np.nan, a.dtype)
+    out = lax.add(along(a), lax.mul(lax_shape.iota(a.dtype, out_shape, 0), along(step if div > 0 else delta)))
+    if endpoint and num > 1:
+        last = lax.eq(lax_shape.iota(dtypes.DEFAULT_INT, out_shape, 0), lax_shape.full((), num - 1, "int64"))
+        out = lax.select(last, along(b), out)
     if axis != 0:
         from flfun.numpy._manipulation import moveaxis
         out = moveaxis(out, 0, axis)
     if dt is not None and dtypes.is_int(dt):
         out = lax.convert_element_type(lax.floor(out), dt)
-    elif dt is not None and dt != out.dtype:
-        out = lax.convert_element_type(out, dt)
     out = _to_device(out, device)
     return (out, step) if retstep else out
-
-
-def _bcast(x, shape):
-    return x if x.shape == tuple(shape) else lax_shape.broadcast_in_dim(
-        x, shape, tuple(range(len(shape) - len(x.shape), len(shape))))
 
 
 def logspace(start, stop, /, num: int = 50, *, endpoint: bool = True, base: float = 10.0, dtype=None,
@@ -382,11 +363,16 @@ def logspace(start, stop, /, num: int = 50, *, endpoint: bool = True, base: floa
 
 
 # ---------------------------------------------------------------------------------------------------- matrices
-def _tri_mask(n: int, m: int, k: int, lower: bool):
+def _diag_mask(n: int, m: int, k: int, cmp):
+    """``cmp(i + k, j)`` over an ``n x m`` grid: ``eq`` marks the ``k``-th diagonal, ``ge`` / ``le`` a triangle."""
     rows = lax_shape.iota(dtypes.DEFAULT_INT, (n, m), 0)
     cols = lax_shape.iota(dtypes.DEFAULT_INT, (n, m), 1)
-    shifted = lax.add(rows, lax_shape.full((), k, dtypes.DEFAULT_INT)) if k else rows
-    return lax.ge(shifted, cols) if lower else lax.le(shifted, cols)
+    return cmp(lax.add(rows, lax_shape.full((), k, dtypes.DEFAULT_INT)) if k else rows, cols)
+
+
+def _mask_array(mask, dtype, device) -> Array:
+    dt = dtypes.DEFAULT_FLOAT if dtype is None else dtypes.canonicalize(dtype)
+    return _to_device(lax.convert_element_type(mask, dt), device)
 
 
 def eye(n_rows: int, n_cols: int | None = None, /, k: int = 0, dtype=None, *, device=None) -> Array:
@@ -398,12 +384,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, k: int = 0, dtype=None, *, de
         [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
     """
     n, m = _shape((n_rows, n_rows if n_cols is None else n_cols), "eye")
-    k = operator.index(k)
-    rows = lax_shape.iota(dtypes.DEFAULT_INT, (n, m), 0)
-    cols = lax_shape.iota(dtypes.DEFAULT_INT, (n, m), 1)
-    mask = lax.eq(lax.add(rows, lax_shape.full((), k, dtypes.DEFAULT_INT)) if k else rows, cols)
-    dt = dtypes.DEFAULT_FLOAT if dtype is None else dtypes.canonicalize(dtype)
-    return _to_device(lax.convert_element_type(mask, dt), device)
+    return _mask_array(_diag_mask(n, m, operator.index(k), lax.eq), dtype, device)
 
 
 def identity(n: int, dtype=None, *, device=None) -> Array:
@@ -420,15 +401,14 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) ->
         [[1, 0], [1, 1]]
     """
     n, m = _shape((N, N if M is None else M), "tri")
-    dt = dtypes.DEFAULT_FLOAT if dtype is None else dtypes.canonicalize(dtype)
-    return _to_device(lax.convert_element_type(_tri_mask(n, m, operator.index(k), True), dt), device)
+    return _mask_array(_diag_mask(n, m, operator.index(k), lax.ge), dtype, device)
 
 
-def _masked(x, k, lower: bool, op: str):
+def _masked(x, k, cmp, op: str):
     x = asarray(x) if not isinstance(x, Array) else x
     if x.ndim < 2:
         raise ValueError(f"{op}: x must have at least 2 dimensions, got {short(x)}")
-    mask = _tri_mask(x.shape[-2], x.shape[-1], operator.index(k), lower)
+    mask = _diag_mask(x.shape[-2], x.shape[-1], operator.index(k), cmp)
     return lax.select(mask, x, lax_shape.full((), 0, x.dtype))
 
 
@@ -440,7 +420,7 @@ def tril(x, /, k: int = 0) -> Array:
         >>> fnp.tril(fnp.ones((2, 2))).tolist()
         [[1.0, 0.0], [1.0, 1.0]]
     """
-    return _masked(x, k, True, "tril")
+    return _masked(x, k, lax.ge, "tril")
 
 
 def triu(x, /, k: int = 0) -> Array:
@@ -451,7 +431,7 @@ def triu(x, /, k: int = 0) -> Array:
         >>> fnp.triu(fnp.ones((2, 2))).tolist()
         [[1.0, 1.0], [0.0, 1.0]]
     """
-    return _masked(x, k, False, "triu")
+    return _masked(x, k, lax.le, "triu")
 
 
 def diag(v, /, k: int = 0) -> Array:
@@ -468,9 +448,7 @@ def diag(v, /, k: int = 0) -> Array:
         n = v.shape[0] + abs(k)
         padded = lax_shape.pad(v, lax_shape.full((), 0, v.dtype), [(0, abs(k), 0)])
         spread = lax_shape.broadcast_in_dim(padded, (n, n), (0,) if k >= 0 else (1,))
-        mask = lax.eq(lax.add(lax_shape.iota(dtypes.DEFAULT_INT, (n, n), 0), lax_shape.full((), k, "int64")),
-                      lax_shape.iota(dtypes.DEFAULT_INT, (n, n), 1))
-        return lax.select(mask, spread, lax_shape.full((), 0, v.dtype))
+        return lax.select(_diag_mask(n, n, k, lax.eq), spread, lax_shape.full((), 0, v.dtype))
     if v.ndim != 2:
         raise ValueError(f"diag: v must be 1-D or 2-D, got {short(v)}")
     m, n = v.shape

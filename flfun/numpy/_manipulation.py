@@ -14,6 +14,7 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.core import is_weak, short
 from flfun.numpy._creation import asarray
+from flfun.numpy._promote import dtype_and_weak
 from flfun.primitives import elementwise as lax
 from flfun.primitives import shape as lax_shape
 from flfun.primitives.common import broadcast_to_shape
@@ -101,9 +102,7 @@ def transpose(x, /, axes: Sequence[int] | None = None) -> Array:
         (3, 2)
     """
     x = _arr(x)
-    if axes is None:
-        return lax_shape.transpose(x, tuple(reversed(range(x.ndim))))
-    return lax_shape.transpose(x, _check_perm(axes, x, "transpose"))
+    return lax_shape.transpose(x, tuple(reversed(range(x.ndim))) if axes is None else _check_perm(axes, x, "transpose"))
 
 
 def matrix_transpose(x, /) -> Array:
@@ -285,27 +284,24 @@ def stack(arrays, /, axis: int = 0) -> Array:
 
 def hstack(tup, /) -> Array:
     """Stack column-wise (along axis 1; axis 0 for 1-D arrays): ``fnp.hstack([a, b])``."""
-    xs = atleast_1d(*tup) if len(tup) > 1 else [atleast_1d(*tup)]
+    xs = _atleast(tup, 1, list)
     return concat(xs, axis=0 if xs[0].ndim == 1 else 1)
 
 
 def vstack(tup, /) -> Array:
     """Stack row-wise (along axis 0 of ``atleast_2d`` views): ``fnp.vstack([a, b])``."""
-    xs = atleast_2d(*tup) if len(tup) > 1 else [atleast_2d(*tup)]
-    return concat(xs, axis=0)
+    return concat(_atleast(tup, 2, list), axis=0)
 
 
 def dstack(tup, /) -> Array:
     """Stack depth-wise (along axis 2 of ``atleast_3d`` views): ``fnp.dstack([a, b])``."""
-    xs = atleast_3d(*tup) if len(tup) > 1 else [atleast_3d(*tup)]
-    return concat(xs, axis=2)
+    return concat(_atleast(tup, 3, list), axis=2)
 
 
 def column_stack(tup, /) -> Array:
     """Stack 1-D arrays as columns of a 2-D array: ``fnp.column_stack([a, b]).shape == (len(a), 2)``."""
     xs = [_arr(t) for t in tup]
-    xs = [lax_shape.reshape(x, (x.shape[0], 1)) if x.ndim == 1 else atleast_2d(x) for x in xs]
-    return concat(xs, axis=1)
+    return concat([lax_shape.reshape(x, (x.shape[0], 1)) if x.ndim == 1 else atleast_2d(x) for x in xs], axis=1)
 
 
 def _split_at(x, bounds, ax):
@@ -326,16 +322,23 @@ def split(x, indices_or_sections, /, axis: int = 0) -> list[Array]:
         >>> [p.tolist() for p in fnp.split(fnp.arange(4), 2)]
         [[0, 1], [2, 3]]
     """
+    return _split(x, indices_or_sections, axis, "split")
+
+
+def _split(x, sections, axis, op):
     x = _arr(x)
-    ax = canonical_axis(axis, x.ndim, "split")
+    ax = canonical_axis(axis, x.ndim, op)
     n = x.shape[ax]
-    if isinstance(indices_or_sections, (int, np.integer)):
-        k = int(indices_or_sections)
-        if k <= 0 or n % k:
-            raise ValueError(f"split: indices_or_sections={k} does not divide axis {ax} of {short(x)} into "
-                             f"equal sections")
-        return _split_at(x, [i * (n // k) for i in range(k + 1)], ax)
-    return _split_at(x, _bounds(indices_or_sections, n), ax)
+    if not isinstance(sections, (int, np.integer)):
+        return _split_at(x, _bounds(sections, n), ax)
+    k = int(sections)
+    if k <= 0 and op == "array_split":
+        raise ValueError(f"array_split: the number of sections must be positive, got {k}")
+    if k <= 0 or n % k and op == "split":
+        raise ValueError(f"split: indices_or_sections={k} does not divide axis {ax} of {short(x)} into equal "
+                         f"sections")
+    q, r = divmod(n, k)
+    return _split_at(x, [i * q + builtins.min(i, r) for i in range(k + 1)], ax)
 
 
 def _bounds(indices, n):
@@ -352,17 +355,7 @@ def array_split(x, indices_or_sections, /, axis: int = 0) -> list[Array]:
         >>> [p.shape for p in fnp.array_split(fnp.arange(5), 2)]
         [(3,), (2,)]
     """
-    x = _arr(x)
-    ax = canonical_axis(axis, x.ndim, "array_split")
-    n = x.shape[ax]
-    if isinstance(indices_or_sections, (int, np.integer)):
-        k = int(indices_or_sections)
-        if k <= 0:
-            raise ValueError(f"array_split: the number of sections must be positive, got {k}")
-        q, r = divmod(n, k)
-        sizes = [q + 1] * r + [q] * (k - r)
-        return _split_at(x, [builtins.sum(sizes[:i]) for i in range(k + 1)], ax)
-    return _split_at(x, _bounds(indices_or_sections, n), ax)
+    return _split(x, indices_or_sections, axis, "array_split")
 
 
 def unstack(x, /, *, axis: int = 0) -> tuple[Array, ...]:
@@ -505,31 +498,28 @@ def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> Arra
     return x
 
 
-def _atleast(arrays, fn):
-    out = [fn(_arr(a)) for a in arrays]
-    return out[0] if len(out) == 1 else out
+def _atleast(arrays, nd: int, single=None):
+    """``arrays`` with at least ``nd`` dims (numpy's placement); one array in gives one out unless ``single``."""
+    out = []
+    for x in map(_arr, arrays):
+        shape = (1,) * (builtins.min(nd, 2) - x.ndim) + tuple(x.shape)
+        out.append(x if x.ndim >= nd else lax_shape.reshape(x, shape + (1,) * (nd - len(shape))))
+    return out[0] if len(out) == 1 and single is None else out
 
 
 def atleast_1d(*arrays):
     """Arrays with at least one dimension (one array in, one out; several in, a list out)."""
-    return _atleast(arrays, lambda x: lax_shape.reshape(x, (1,)) if x.ndim == 0 else x)
+    return _atleast(arrays, 1)
 
 
 def atleast_2d(*arrays):
     """Arrays with at least two dimensions: 1-D ``(n,)`` becomes ``(1, n)``."""
-    return _atleast(arrays, lambda x: lax_shape.reshape(x, (1,) * (2 - x.ndim) + tuple(x.shape))
-                    if x.ndim < 2 else x)
+    return _atleast(arrays, 2)
 
 
 def atleast_3d(*arrays):
     """Arrays with at least three dimensions: ``(n,)`` -> ``(1, n, 1)``, ``(m, n)`` -> ``(m, n, 1)``."""
-    def fn(x):
-        if x.ndim == 0:
-            return lax_shape.reshape(x, (1, 1, 1))
-        if x.ndim == 1:
-            return lax_shape.reshape(x, (1, x.shape[0], 1))
-        return lax_shape.reshape(x, (*x.shape, 1)) if x.ndim == 2 else x
-    return _atleast(arrays, fn)
+    return _atleast(arrays, 3)
 
 
 # ------------------------------------------------------------------------------------------------------ dtypes
@@ -547,16 +537,6 @@ def astype(x, dtype, /, *, copy: bool = True, device=None) -> Array:
     return out if device is None else asarray(out, device=device)
 
 
-def _dtype_and_weak(x):
-    if type(x) in (int, float, bool):
-        return dtypes.scalar_dtype(x), True
-    if isinstance(x, Array):
-        return x.dtype, is_weak(x)
-    if hasattr(x, "dtype") and not isinstance(x, type):
-        return dtypes.canonicalize(x.dtype), False
-    return dtypes.canonicalize(x), False
-
-
 def result_type(*arrays_and_dtypes) -> np.dtype:
     """The dtype that combining the arguments gives (Python scalars are weak: they defer to arrays).
 
@@ -567,7 +547,7 @@ def result_type(*arrays_and_dtypes) -> np.dtype:
     """
     if not arrays_and_dtypes:
         raise ValueError("result_type: at least one array or dtype is required")
-    return dtypes.result_type(*[_dtype_and_weak(a) for a in arrays_and_dtypes])[0]
+    return dtypes.result_type(*[dtype_and_weak(a) for a in arrays_and_dtypes])[0]
 
 
 def can_cast(from_, to, /) -> bool:
@@ -578,7 +558,7 @@ def can_cast(from_, to, /) -> bool:
         >>> fnp.can_cast(fnp.int8, fnp.float32), fnp.can_cast(fnp.float64, fnp.float32)
         (True, False)
     """
-    src = _dtype_and_weak(from_)[0]
+    src = dtype_and_weak(from_)[0]
     return bool(np.can_cast(src, dtypes.canonicalize(to), casting="safe"))
 
 

@@ -21,11 +21,11 @@ def dtype_and_weak(x):
         return dtypes.scalar_dtype(x), True
     if isinstance(x, Array):
         return x.dtype, is_weak(x)
-    if hasattr(x, "dtype"):
+    if hasattr(x, "dtype") and not isinstance(x, type):
         return dtypes.canonicalize(x.dtype), False
     if isinstance(x, (list, tuple)):
         return to_array(x).dtype, False
-    raise TypeError(f"expected an array or a Python scalar, got {type(x).__name__}")
+    return dtypes.canonicalize(x), False     # a dtype (result_type, can_cast)
 
 
 def promote(op: str, *args, to_float: bool = False):
@@ -49,7 +49,7 @@ def promote(op: str, *args, to_float: bool = False):
     out = []
     for a in args:
         if type(a) in _SCALARS:
-            out.append(to_array(a, dt) if not weak else to_array(a, dt))
+            out.append(to_array(a, dt))
             continue
         a = asarray_like(a)
         out.append(a if a.dtype == dt else convert_element_type(a, dt, weak_type=weak and is_weak(a)))

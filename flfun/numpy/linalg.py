@@ -17,25 +17,14 @@ from flfun.numpy._linalg import outer as _outer
 from flfun.numpy._linalg import trace as _trace
 from flfun.numpy._manipulation import matrix_transpose
 from flfun.numpy._promote import asarray_like, to_float
+from flfun.numpy._reductions import _keep
 from flfun.primitives import elementwise as lax
 from flfun.primitives import reduce as lax_reduce
 from flfun.primitives import shape as lax_shape
 from flfun.util import canonical_axes, canonical_axis
 
-__all__ = [
-    "cross",
-    "diagonal",
-    "matmul",
-    "matrix_norm",
-    "matrix_power",
-    "matrix_transpose",
-    "norm",
-    "outer",
-    "tensordot",
-    "trace",
-    "vecdot",
-    "vector_norm",
-]
+__all__ = ["cross", "diagonal", "matmul", "matrix_norm", "matrix_power", "matrix_transpose", "norm", "outer",
+           "tensordot", "trace", "vecdot", "vector_norm"]
 
 _UNSUPPORTED = ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "pinv", "qr", "slogdet",
                 "solve", "svd", "svdvals", "matrix_rank", "tensorinv", "tensorsolve", "cond", "multi_dot")
@@ -96,16 +85,6 @@ def cross(x1, x2, /, *, axis: int = -1) -> Array:
     return lax_shape.concatenate(comps, n + ax)
 
 
-def _keep(x, out, axes, keepdims: bool):
-    if not keepdims:
-        return out
-    return lax_shape.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
-
-
-def _scalar(x, value):
-    return lax_shape.full((), value, x.dtype)
-
-
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
     """Vector p-norm over ``axis`` (all axes by default): ``ord`` is any real p, ``inf``, ``-inf`` or 0 (the count
     of non-zeros). Integer inputs give float32.
@@ -128,12 +107,12 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
     elif ord == -math.inf:
         out = lax_reduce.reduce_min(lax.abs(x), axes)
     elif ord == 0:
-        nonzero = lax.convert_element_type(lax.ne(x, _scalar(x, 0)), x.dtype)
+        nonzero = lax.convert_element_type(lax.ne(x, lax_shape.full((), 0, x.dtype)), x.dtype)
         out = lax_reduce.reduce_sum(nonzero, axes)
     else:
         p = float(ord)
-        powered = lax.pow(lax.abs(x), _scalar(x, p))
-        out = lax.pow(lax_reduce.reduce_sum(powered, axes), _scalar(x, 1.0 / p))
+        powered = lax.pow(lax.abs(x), lax_shape.full((), p, x.dtype))
+        out = lax.pow(lax_reduce.reduce_sum(powered, axes), lax_shape.full((), 1.0 / p, x.dtype))
     return _keep(x, out, axes, keepdims)
 
 
