@@ -10,14 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from flfun.memory.allocator import (
-    Allocator,
-    Block,
-    CachingAllocator,
-    DirectAllocator,
-    RawMemory,
-    make_memory,
-)
+from flfun.memory.allocator import Allocator, Block, CachingAllocator, DirectAllocator, RawMemory, make_memory
 from flfun.memory.telemetry import Trace, compare, record, replay, to_memory_viz
 
 _ALLOCATOR_CLASSES: dict[str, type] = {}
@@ -142,22 +135,6 @@ class _Keeper:
 register_allocator("direct", DirectAllocator)
 register_allocator("caching", CachingAllocator)
 
-__all__ = [
-    "Allocator",
-    "Block",
-    "CachingAllocator",
-    "DirectAllocator",
-    "RawMemory",
-    "Trace",
-    "allocator_classes",
-    "compare",
-    "get_allocator",
-    "make_allocator",
-    "make_memory",
-    "record",
-    "register_allocator",
-    "replay",
-    "set_allocator",
-    "to_memory_viz",
-    "use_allocator",
-]
+__all__ = ["Allocator", "Block", "CachingAllocator", "DirectAllocator", "RawMemory", "Trace", "allocator_classes",
+           "compare", "get_allocator", "make_allocator", "make_memory", "record", "register_allocator", "replay",
+           "set_allocator", "to_memory_viz", "use_allocator"]

@@ -79,7 +79,7 @@ class BaseAllocator:
         self._stats = {name: {pool: _Stat() for pool in POOLS} for name in STAT_NAMES}
         self._live: dict[int, Block] = {}
         self._segments: dict[int, Segment] = {}
-        self.num_alloc_retries = self.num_ooms = self.num_device_alloc = self.num_device_free = 0
+        self.num_alloc_retries = self.num_ooms = 0
         self.events: list | None = None   # set to a list to log (action, ptr, size) as PyTorch's device_traces
 
     # --- bookkeeping helpers
@@ -91,12 +91,14 @@ class BaseAllocator:
         if event is not None and self.events is not None:
             self.events.append(event)
 
+    small_size = SMALL_SIZE   # requests up to this size come from the small pool
+
     def _pool_of(self, size: int) -> str:
-        return "small_pool" if size <= SMALL_SIZE else "large_pool"
+        return "small_pool" if size <= self.small_size else "large_pool"
 
     def _new_segment(self, size: int, pool: str) -> Segment | None:
         """A fresh backend segment, or ``None`` when it would exceed the capacity."""
-        if self.capacity is not None and self.reserved_bytes + size > self.capacity:
+        if self.capacity is not None and self._stats["reserved_bytes"]["all"].current + size > self.capacity:
             return None
         try:
             ptr, handle = self.memory.alloc(size)
@@ -104,7 +106,6 @@ class BaseAllocator:
             return None
         seg = Segment(ptr, size, handle, self.memory, pool, self)
         self._segments[seg.id] = seg
-        self.num_device_alloc += 1
         self._count(pool, 1, ("segment_alloc", ptr, size), segment=1, reserved_bytes=size)
         return seg
 
@@ -112,7 +113,6 @@ class BaseAllocator:
         del self._segments[seg.id]
         self.memory.release(seg.handle)
         seg.handle = None
-        self.num_device_free += 1
         self._count(seg.pool, -1, ("segment_free", seg.ptr, seg.size), segment=1, reserved_bytes=seg.size)
 
     def _account(self, block: Block, sign: int) -> None:
@@ -141,14 +141,6 @@ class BaseAllocator:
                            f"rounded to {size}) with capacity {_fmt(self.capacity)}; {self.summary()}")
 
     # --- public stats
-    @property
-    def reserved_bytes(self) -> int:
-        return self._stats["reserved_bytes"]["all"].current
-
-    @property
-    def allocated_bytes(self) -> int:
-        return self._stats["allocated_bytes"]["all"].current
-
     def live_blocks(self) -> list[Block]:
         """The blocks handed out and not yet freed."""
         return list(self._live.values())
@@ -174,12 +166,12 @@ class BaseAllocator:
         """
         out = {f"{name}.{pool}.{field}": getattr(st, field) for name, pools in self._stats.items()
                for pool, st in pools.items() for field in _Stat.__slots__}
-        free, used = self.free_blocks(), self.allocated_bytes
-        cached_free = self.reserved_bytes - used
+        free, used = self.free_blocks(), out["allocated_bytes.all.current"]
+        requested = out["requested_bytes.all.current"]
+        cached_free = out["reserved_bytes.all.current"] - used
         largest = max((b.size for b in free), default=0)
-        requested = self._stats["requested_bytes"]["all"].current
         out.update(num_alloc_retries=self.num_alloc_retries, num_ooms=self.num_ooms,
-                   num_device_alloc=self.num_device_alloc, num_device_free=self.num_device_free,
+                   num_device_alloc=out["segment.all.allocated"], num_device_free=out["segment.all.freed"],
                    cached_free_bytes=cached_free, largest_free_block=largest,
                    internal_fragmentation=(1.0 - requested / used) if used else 0.0,
                    external_fragmentation=(1.0 - largest / cached_free) if cached_free else 0.0)
@@ -191,7 +183,7 @@ class BaseAllocator:
         """One line: allocated / requested / reserved / cached-free / largest free block."""
         s = self.stats()
         return (f"allocated {_fmt(s['allocated_bytes.all.current'])} (requested "
-                f"{_fmt(s['requested_bytes.all.current'])}), reserved {_fmt(self.reserved_bytes)} in "
+                f"{_fmt(s['requested_bytes.all.current'])}), reserved {_fmt(s['reserved_bytes.all.current'])} in "
                 f"{s['segment.all.current']} segments, cached free {_fmt(s['cached_free_bytes'])} (largest block "
                 f"{_fmt(s['largest_free_block'])}), peak reserved {_fmt(s['reserved_bytes.all.peak'])}")
 
@@ -293,9 +285,7 @@ class CachingAllocator(BaseAllocator):
             raise ValueError(f"small_buffer: must be >= small_size ({small_size}), got {small_buffer}")
         self.__dict__.update(geometry)
         self.max_split_size, self.recycling_size_limit = max_split_size, recycling_size_limit
-        if oversize_slack is None:
-            oversize_slack = large_buffer if max_split_size is None else min(large_buffer, max_split_size)
-        self.oversize_slack = oversize_slack
+        self.oversize_slack = oversize_slack or min(large_buffer, max_split_size or large_buffer)
         self.roundup_power2_divisions = _divisions_fn(roundup_power2_divisions)
         # the cached free blocks of each pool as (size, ptr, block), sorted for best-fit search
         self.pools: dict[str, list[tuple[int, int, Block]]] = {"small_pool": [], "large_pool": []}
@@ -322,9 +312,6 @@ class CachingAllocator(BaseAllocator):
         seg = self.large_buffer if size < self.min_large_alloc else rounded
         # a segment for a below-limit request stays below the limit, so that it can be split and reused
         return size if limit is not None and seg >= limit else seg
-
-    def _pool_of(self, size: int) -> str:
-        return "small_pool" if size <= self.small_size else "large_pool"
 
     # --- malloc
     def malloc(self, nbytes: int, device=None) -> Block:
@@ -437,18 +424,16 @@ class CachingAllocator(BaseAllocator):
 
 
 def _divisions_fn(spec):
-    if spec is None:
-        return lambda size: 0
     if callable(spec):
         return spec
-    if _is_int(spec):
-        if spec < 0 or (spec > 1 and spec & (spec - 1)):
+    if spec is None or _is_int(spec):
+        if spec and (spec < 0 or (spec > 1 and spec & (spec - 1))):
             raise ValueError(f"roundup_power2_divisions: expected 0, 1 or a power of two, got {spec!r}")
-        return lambda size: int(spec)
-    if isinstance(spec, dict):
-        table = sorted((int(k), int(v)) for k, v in spec.items())
-        return lambda size: next((v for k, v in reversed(table) if size >= k), 0)
-    raise ValueError(f"roundup_power2_divisions: expected an int, dict or callable, got {spec!r}")
+        spec = {0: spec or 0}
+    if not isinstance(spec, dict):
+        raise ValueError(f"roundup_power2_divisions: expected an int, dict or callable, got {spec!r}")
+    table = sorted((int(k), int(v)) for k, v in spec.items())
+    return lambda size: next((v for k, v in reversed(table) if size >= k), 0)
 
 
 def _roundup_power2_division(size: int, divisions: int) -> int:

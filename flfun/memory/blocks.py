@@ -111,20 +111,16 @@ class Block:
 
     def __init__(self, ptr: int, size: int, segment: Segment, device=None, requested: int = 0):
         self.ptr, self.size, self.segment, self.device, self.requested = ptr, size, segment, device, requested
-        self.prev: Block | None = None
+        self.prev: Block | None = None   # the neighbouring blocks of the segment, in address order
         self.next: Block | None = None
         self.allocated = False
-
-    @property
-    def offset(self) -> int:
-        return self.ptr - self.segment.ptr
 
     @property
     def buffer(self):
         """The block's bytes: a uint8 array of exactly ``size`` bytes (a view into its segment, never a copy)."""
         if not self.allocated:
             raise ValueError(f"Block.buffer: {self!r} has been freed")
-        return self.segment.memory.buffer(self.segment.handle, self.offset, self.size)
+        return self.segment.memory.buffer(self.segment.handle, self.ptr - self.segment.ptr, self.size)
 
     def view(self, dtype, shape) -> Any:
         """The first bytes of the block as an array of ``dtype`` and ``shape`` (a view)."""
@@ -142,8 +138,8 @@ class Block:
 
 
 def _fmt(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+    for unit in ("B", "KiB", "MiB"):
+        if abs(n) < 1024:
+            return f"{n:.0f} B" if unit == "B" else f"{n:.2f} {unit}"
         n /= 1024
-    return str(n)
+    return f"{n:.2f} GiB"

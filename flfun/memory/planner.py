@@ -337,5 +337,5 @@ def _peak(intervals: Iterable[tuple[int, int, int]]) -> int:
     return max(itertools.accumulate(delta[t] for t in sorted(delta)), default=0)
 
 
-__all__ = ["ALIGNMENT", "STRATEGIES", "BufferSpec", "MemoryPlan", "PlannedBuffer", "Root", "last_uses", "place_in_order",
-           "plan_program", "register_strategy"]
+__all__ = ["ALIGNMENT", "STRATEGIES", "BufferSpec", "MemoryPlan", "PlannedBuffer", "Root", "last_uses",
+           "place_in_order", "plan_program", "register_strategy"]

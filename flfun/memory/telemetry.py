@@ -11,6 +11,7 @@ import contextlib
 import gc
 import gzip
 import json
+import pickle
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -80,18 +81,11 @@ def _root(a):
 
 def _fresh_buffers(args, outs) -> list:
     """The outputs' underlying buffers that are new: not views of an input and not repeated."""
-    fresh = []
-    seen = None
-    for o in outs:
-        if not hasattr(o, "nbytes"):
-            continue
-        r = _root(o)
-        if seen is None:
-            seen = {id(_root(a)) for a in args}
-        if id(r) in seen:
-            continue
-        seen.add(id(r))
-        fresh.append(r)
+    fresh, seen = [], {id(_root(a)) for a in args}
+    for r in (_root(o) for o in outs if hasattr(o, "nbytes")):
+        if id(r) not in seen:
+            seen.add(id(r))
+            fresh.append(r)
     return fresh
 
 
@@ -127,20 +121,17 @@ class Trace:
     def __post_init__(self):
         self._next_id = max((e.id for e in self.events), default=-1) + 1
         self._live = {e.id: e for e in self.events if e.kind == "alloc"}
-        for e in self.events:
-            if e.kind == "free":
-                self._live.pop(e.id, None)
+        for e in (e for e in self.events if e.kind == "free"):
+            self._live.pop(e.id, None)
         self._t0 = time.perf_counter_ns()
 
     def alloc(self, nbytes: int, op: str = "user", allocated: int | None = None, ptr: int = 0,
               t_ns: int | None = None) -> int:
         """Append an allocation of ``nbytes``; returns its id (for ``free``)."""
-        i = self._next_id
-        self._next_id += 1
+        i, self._next_id = self._next_id, self._next_id + 1
         t = time.perf_counter_ns() - self._t0 if t_ns is None else t_ns
-        e = Event("alloc", i, int(nbytes), int(nbytes if allocated is None else allocated), ptr, t, op)
-        self.events.append(e)
-        self._live[i] = e
+        self.events.append(Event("alloc", i, int(nbytes), int(nbytes if allocated is None else allocated), ptr, t, op))
+        self._live[i] = self.events[-1]
         return i
 
     def free(self, i: int, t_ns: int | None = None) -> None:
@@ -163,53 +154,46 @@ class Trace:
 
     def live_bytes(self) -> np.ndarray:
         """Requested bytes live after each event."""
-        d = np.array([e.requested if e.kind == "alloc" else -e.requested for e in self.events], dtype=np.int64)
-        return np.cumsum(d)
+        return np.cumsum([e.requested if e.kind == "alloc" else -e.requested for e in self.events], dtype=np.int64)
 
     def scaled(self, factor: float) -> Trace:
         """The same trace with every size multiplied by ``factor`` (a model ``factor`` times larger)."""
-        ev = [e._replace(requested=int(e.requested * factor), allocated=int(e.allocated * factor))
-              for e in self.events]
-        return Trace(ev, {**self.meta, "scale": self.meta.get("scale", 1) * factor})
+        return Trace([e._replace(requested=int(e.requested * factor), allocated=int(e.allocated * factor))
+                      for e in self.events], {**self.meta, "scale": self.meta.get("scale", 1) * factor})
 
     def by_op(self) -> dict[str, tuple[int, int]]:
         """{op: (allocations, requested bytes)}, largest first."""
-        out: dict[str, list[int]] = {}
-        for e in self.events:
-            if e.kind == "alloc":
-                c = out.setdefault(e.op, [0, 0])
-                c[0] += 1
-                c[1] += e.requested
-        return {k: (v[0], v[1]) for k, v in sorted(out.items(), key=lambda kv: -kv[1][1])}
+        out: dict[str, tuple[int, int]] = {}
+        for e in (e for e in self.events if e.kind == "alloc"):
+            n, nbytes = out.get(e.op, (0, 0))
+            out[e.op] = (n + 1, nbytes + e.requested)
+        return dict(sorted(out.items(), key=lambda kv: -kv[1][1]))
 
     def summary(self) -> str:
-        live = self.live_bytes()
         return (f"Trace({self.num_allocs} allocations, {len(self.events) - self.num_allocs} frees, "
-                f"peak live {_fmt(int(live.max(initial=0)))}, {len(self._live)} live at end)")
+                f"peak live {_fmt(int(self.live_bytes().max(initial=0)))}, {len(self._live)} live at end)")
 
-    def __repr__(self):
-        return self.summary()
+    __repr__ = summary
 
     def save(self, path: str) -> None:
         """Write the trace as JSON (gzip-compressed when ``path`` ends in ``.gz``)."""
         doc = {"format": "flfun-alloc-trace", "version": 1, "meta": self.meta, "columns": COLUMNS,
                "events": [list(e) for e in self.events]}
-        data = json.dumps(doc, separators=(",", ":")).encode()
-        opener = gzip.open if str(path).endswith(".gz") else open
-        with opener(path, "wb") as f:
-            f.write(data)
+        with _open(path, "wb") as f:
+            f.write(json.dumps(doc, separators=(",", ":")).encode())
 
     @classmethod
     def load(cls, path: str) -> Trace:
         """Read a trace written by ``save``."""
-        opener = gzip.open if str(path).endswith(".gz") else open
-        with opener(path, "rb") as f:
+        with _open(path, "rb") as f:
             doc = json.loads(f.read())
         if not isinstance(doc, dict) or doc.get("format") != "flfun-alloc-trace":
             raise ValueError(f"Trace.load: {path!r} is not an flfun allocation trace")
-        cols = doc["columns"]
-        events = [Event(**dict(zip(cols, row))) for row in doc["events"]]
-        return cls(events, doc.get("meta", {}))
+        return cls([Event(**dict(zip(doc["columns"], row))) for row in doc["events"]], doc.get("meta", {}))
+
+
+def _open(path, mode: str):
+    return (gzip.open if str(path).endswith(".gz") else open)(path, mode)
 
 
 # ---------------------------------------------------------------------------------------------------- recording
@@ -223,8 +207,7 @@ class _Recorder:
         for buf in fresh:
             nbytes = int(buf.nbytes)
             block = self.shadow.malloc(nbytes) if self.shadow is not None else None
-            i = self.trace.alloc(nbytes, name, allocated=block.size if block else nbytes,
-                                 ptr=block.ptr if block else 0)
+            i = self.trace.alloc(nbytes, name, allocated=block.size if block else nbytes, ptr=block.ptr if block else 0)
             if block is not None:
                 self.blocks[i] = block
             try:
@@ -296,32 +279,22 @@ class ReplayResult:
     def summary(self) -> dict:
         """Peaks, byte-weighted mean internal fragmentation, fragmentation at peak reserved, OOM count."""
         alloc_sum = float(self.allocated.sum())
-        at = int(np.argmax(self.reserved)) if len(self.reserved) else 0
-        peak_reserved = int(self.reserved.max(initial=0))
-        peak_requested = int(self.requested.max(initial=0))
-        return {
-            "peak_reserved": peak_reserved,
-            "peak_allocated": int(self.allocated.max(initial=0)),
-            "peak_requested": peak_requested,
-            "internal_fragmentation": (1.0 - float(self.requested.sum()) / alloc_sum) if alloc_sum else 0.0,
-            "fragmentation_at_peak": float(self.fragmentation[at]) if len(self.reserved) else 0.0,
-            "reserved_overhead": (1.0 - peak_requested / peak_reserved) if peak_reserved else 0.0,
-            "ooms": len(self.ooms),
-            "device_mallocs": self.stats.get("num_device_alloc", 0),
-        }
+        peak_reserved, peak_requested = int(self.reserved.max(initial=0)), int(self.requested.max(initial=0))
+        return {"peak_reserved": peak_reserved, "peak_allocated": int(self.allocated.max(initial=0)),
+                "peak_requested": peak_requested,
+                "internal_fragmentation": (1.0 - float(self.requested.sum()) / alloc_sum) if alloc_sum else 0.0,
+                "fragmentation_at_peak": float(self.fragmentation[np.argmax(self.reserved)]) if len(self.reserved)
+                else 0.0,
+                "reserved_overhead": (1.0 - peak_requested / peak_reserved) if peak_reserved else 0.0,
+                "ooms": len(self.ooms), "device_mallocs": self.stats.get("num_device_alloc", 0)}
 
 
 def _counters(allocator) -> Callable[[], tuple[int, int, int]]:
-    if hasattr(allocator, "_stats"):
-        s = allocator._stats
-        a, r, q = s["allocated_bytes"]["all"], s["reserved_bytes"]["all"], s["requested_bytes"]["all"]
+    keys = ("allocated_bytes", "reserved_bytes", "requested_bytes")
+    if hasattr(allocator, "_stats"):   # a BaseAllocator: read its counters without building the stats dict
+        a, r, q = (allocator._stats[k]["all"] for k in keys)
         return lambda: (a.current, r.current, q.current)
-
-    def generic():
-        st = allocator.stats()
-        return (st["allocated_bytes.all.current"], st["reserved_bytes.all.current"],
-                st.get("requested_bytes.all.current", 0))
-    return generic
+    return lambda: tuple(allocator.stats().get(f"{k}.all.current", 0) for k in keys)
 
 
 def replay(trace: Trace, allocator: Allocator, *, name: str = "", on_oom: str = "skip",
@@ -338,29 +311,32 @@ def replay(trace: Trace, allocator: Allocator, *, name: str = "", on_oom: str = 
     """
     if on_oom not in ("skip", "raise"):
         raise ValueError(f"on_oom: expected 'skip' or 'raise', got {on_oom!r}")
-    n = len(trace.events)
-    out = np.zeros((3, n), dtype=np.int64)
-    counters = _counters(allocator)
-    blocks: dict[int, object] = {}
-    ooms = []
-    malloc, free = allocator.malloc, allocator.free
+    out = np.zeros((3, len(trace.events)), dtype=np.int64)
+    counters, blocks, ooms = _counters(allocator), {}, []
+    for k, e, oom in _steps(trace, allocator, blocks, on_oom == "raise"):
+        if oom:
+            ooms.append((k, e.requested, e.op))
+        out[:, k] = counters()
+    for b in blocks.values() if free_at_end else ():
+        allocator.free(b)
+    return ReplayResult(name or type(allocator).__name__, out[0], out[1], out[2], ooms, allocator.stats())
+
+
+def _steps(trace: Trace, allocator: Allocator, blocks: dict, raise_oom: bool = False) -> Iterator[tuple]:
+    """Run each event through ``allocator`` (``blocks``: event id -> live block), yielding ``(index, event,
+    whether the allocation ran out of memory)`` after each."""
     for k, e in enumerate(trace.events):
+        oom = False
         if e.kind == "alloc":
             try:
-                blocks[e.id] = malloc(e.requested)
+                blocks[e.id] = allocator.malloc(e.requested)
             except MemoryError:
-                if on_oom == "raise":
+                if raise_oom:
                     raise
-                ooms.append((k, e.requested, e.op))
-        else:
-            b = blocks.pop(e.id, None)
-            if b is not None:
-                free(b)
-        out[:, k] = counters()
-    if free_at_end:
-        for b in blocks.values():
-            free(b)
-    return ReplayResult(name or type(allocator).__name__, out[0], out[1], out[2], ooms, allocator.stats())
+                oom = True
+        elif e.id in blocks:
+            allocator.free(blocks.pop(e.id))
+        yield k, e, oom
 
 
 def compare(trace: Trace, allocators: dict, *, plot: str | None = None, title: str = "",
@@ -373,10 +349,8 @@ def compare(trace: Trace, allocators: dict, *, plot: str | None = None, title: s
                         "split<=64MiB": CachingAllocator(memory="virtual", max_split_size=64 << 20)},
                 plot="frag.png")
     """
-    results = {}
-    for name, alloc in allocators.items():
-        alloc = alloc() if callable(alloc) and not hasattr(alloc, "malloc") else alloc
-        results[name] = replay(trace, alloc, name=name)
+    results = {name: replay(trace, alloc() if callable(alloc) and not hasattr(alloc, "malloc") else alloc, name=name)
+               for name, alloc in allocators.items()}
     if printer is not None:
         printer(format_table(results, title))
     if plot:
@@ -408,10 +382,8 @@ def plot_results(results: dict[str, ReplayResult], path: str, title: str = "", a
     if own:
         fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
     for name, r in results.items():
-        x = np.arange(len(r.reserved))
-        axes[0].plot(x, r.reserved / 2**20, label=name, lw=1)
-        axes[1].plot(x, r.allocated / 2**20, label=name, lw=1)
-        axes[2].plot(x, r.fragmentation * 100, label=name, lw=0.8)
+        for ax, y, lw in zip(axes, (r.reserved / 2**20, r.allocated / 2**20, r.fragmentation * 100), (1, 1, 0.8)):
+            ax.plot(np.arange(len(y)), y, label=name, lw=lw)
     for ax, lab in zip(axes, ("reserved (MiB)", "allocated (MiB)", "internal frag. (%)")):
         ax.set_ylabel(lab)
         ax.grid(alpha=0.3)
@@ -440,49 +412,34 @@ def to_memory_viz(trace: Trace, path: str, allocator: Allocator | None = None) -
     ops: dict[int, str] = {}
     blocks: dict[int, object] = {}
     times: list[int] = []
-    for e in trace.events:
-        n0 = len(log)
-        if e.kind == "alloc":
-            try:
-                b = blocks[e.id] = alloc.malloc(e.requested)
-                ops[b.ptr] = e.op
-            except MemoryError:
-                log.append(("oom", 0, e.requested))
-        elif e.id in blocks:
-            alloc.free(blocks.pop(e.id))
-        times += [e.t_ns // 1000] * (len(log) - n0)
+    for _, e, oom in _steps(trace, alloc, blocks):
+        if oom:
+            log.append(("oom", 0, e.requested))
+        elif e.kind == "alloc":
+            ops[blocks[e.id].ptr] = e.op
+        times += [e.t_ns // 1000] * (len(log) - len(times))
     alloc.events = None
     names = {"alloc": ["alloc"], "free": ["free_requested", "free_completed"], "segment_alloc": ["segment_alloc"],
              "segment_free": ["segment_free"], "oom": ["oom"]}
-    device_trace = []
-    for (action, ptr, size), t in zip(log, times):
-        frames = [{"name": ops.get(ptr, "?"), "filename": "flfun", "line": 0}]
-        for a in names[action]:
-            device_trace.append({"action": a, "addr": ptr, "size": size, "stream": 0, "frames": frames,
-                                 "time_us": t})
+    frames = lambda ptr: [{"name": ops.get(ptr, "?"), "filename": "flfun", "line": 0}]
+    device_trace = [{"action": a, "addr": ptr, "size": size, "stream": 0, "frames": frames(ptr), "time_us": t}
+                    for (action, ptr, size), t in zip(log, times) for a in names[action]]
     segments = []
     for seg, blks in getattr(alloc, "segments", list)():
+        live = [b for b in blks if b.allocated]
         segments.append({
             "device": 0, "address": seg.ptr, "total_size": seg.size, "stream": 0,
             "segment_type": "small" if seg.pool == "small_pool" else "large", "segment_pool_id": [0, 0],
-            "is_expandable": False, "frames": [],
-            "allocated_size": sum(b.size for b in blks if b.allocated),
-            "active_size": sum(b.size for b in blks if b.allocated),
-            "requested_size": sum(b.requested for b in blks if b.allocated),
+            "is_expandable": False, "frames": [], "allocated_size": sum(b.size for b in live),
+            "active_size": sum(b.size for b in live), "requested_size": sum(b.requested for b in live),
             "blocks": [{"address": b.ptr, "size": b.size, "requested_size": b.requested if b.allocated else 0,
-                        "state": "active_allocated" if b.allocated else "inactive",
-                        "frames": [{"name": ops.get(b.ptr, "?"), "filename": "flfun", "line": 0}]}
+                        "state": "active_allocated" if b.allocated else "inactive", "frames": frames(b.ptr)}
                        for b in blks]})
     snapshot = {"segments": segments, "device_traces": [device_trace],
                 "allocator_settings": {k: getattr(alloc, k, None) for k in
                                        ("max_split_size", "recycling_size_limit", "capacity")}}
-    if str(path).endswith(".pickle"):
-        import pickle
-        with open(path, "wb") as f:
-            pickle.dump(snapshot, f, protocol=4)
-    else:
-        with open(path, "w") as f:
-            json.dump(snapshot, f)
+    with open(path, "wb") as f:
+        f.write(pickle.dumps(snapshot, protocol=4) if str(path).endswith(".pickle") else json.dumps(snapshot).encode())
     return snapshot
 
 
