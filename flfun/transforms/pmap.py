@@ -1,38 +1,83 @@
 """``pmap``: compile a function once per shard shape and run it SPMD on many devices, with named-axis collectives.
 
-The function is traced, with abstract values of one shard, inside an axis frame that names the mapped axis (so
-collectives stage as equations), then compiled by the jit pipeline (passes, memory plan, generated code) once
-per device. Each call runs every local device's executable in its own thread (numpy and BLAS release the GIL);
-collective impls meet in the mesh's communicators (threads in one process, MPI across processes). Results come
-back as ``ShardedArray``s. Under grad, vmap or jit a pmap binds the call primitive ``pmap_p`` (``pmap_call.py``),
-whose rules transform the per-device program. A pmap inside another pmap adds an axis to the device mesh.
+The function is traced, with abstract values of one shard, inside an axis frame (``SpmdAxisTrace``) that names
+the mapped axis, so collectives over it stage as equations; the jit pipeline compiles the program once per device
+and each call runs every local device's executable in its own thread (``run_spmd``), meeting in the mesh's
+communicators. Results come back as ``ShardedArray``s. Under grad, vmap or jit a pmap binds the call primitive
+``pmap_p``, whose rules re-trace the per-device program inside the same frames and bind ``pmap_p`` again. A pmap
+inside another pmap adds an axis to the device mesh.
 """
 from __future__ import annotations
 
 import functools
+from contextlib import ExitStack, contextmanager
 from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 
+from flfun import core
 from flfun.array import Array
-from flfun.core import ShapedArray, Tracer, _state, get_aval, new_main, trace_stack, wrap
-from flfun.distributed.spmd import Mesh
-from flfun.ir import ClosedProgram
-from flfun.primitives.common import moveaxis
+from flfun.config import config
+from flfun.core import (Primitive, ShapedArray, Trace, Tracer, _state, full_raise, get_aval, new_main, register_impl,
+                        trace_stack, wrap)
+from flfun.distributed.spmd import Mesh, run_spmd
+from flfun.executor import Executable, writes_out
+from flfun.ir import ClosedProgram, Program
+from flfun.memory.planner import plan_program
+from flfun.passes import optimize
+from flfun.primitives.collective import all_gather, axis_index, psum
+from flfun.primitives.common import UndefinedPrimal, Zero, is_zero, moveaxis, not_mapped, tangent_aval
+from flfun.primitives.elementwise import eq, select_n
+from flfun.primitives.shape import dynamic_slice, full, squeeze
 from flfun.sharded import ShardedArray
-from flfun.transforms.pmap_call import SpmdAxisTrace, _enclosing_frame, _execute, _Frame, pmap_p
-from flfun.transforms.call import close_program, compile_program
+from flfun.transforms.call import (BACKEND_COMPILERS, DEFAULT_STRATEGY, _batch_program, _cached, _jvp_split,
+                                   close_program, compile_program, trace_closed)
 from flfun.transforms.staging import trace_to_program
+from flfun.transforms.vjp import backward_pass
 from flfun.tree import broadcast_prefix, tree_flatten, tree_unflatten
+from flfun.util import prod
 
 
-# ---------------------------------------------------------------------------------------------------- pmap
-class _Traced:
-    __slots__ = ("closed", "out_tree", "mesh_axes", "tracers", "out_axes")
+# ------------------------------------------------------------------------------------------------- axis frames
+class _Frame:
+    """A pmap's named axis on the trace stack (``axis_main`` finds it by ``name``); ``axes`` collects the
+    axes of pmaps nested inside, shared by all frames of one outermost pmap."""
+    __slots__ = ("name", "size", "axes")
 
-    def __init__(self, closed, out_tree, mesh_axes, tracers):
-        self.closed, self.out_tree, self.mesh_axes, self.tracers = closed, out_tree, mesh_axes, tracers
-        self.out_axes = None
+    def __init__(self, name, size: int, axes: list):
+        self.name, self.size, self.axes = name, size, axes
+
+
+class SpmdAxisTrace(Trace):
+    """The trace of an axis frame. It makes no tracers; collectives routed to it (by their axis name) are
+    handed to the staging trace that records the per-device program."""
+
+    def pure(self, val):
+        return val
+
+    lift = pure
+
+    def process_primitive(self, prim, tracers, params):
+        dyn = _state.dynamic
+        if dyn is None:
+            raise RuntimeError(f"{prim.name}: a pmap axis is only bound while pmap traces its function")
+        return dyn.trace.process_primitive(prim, [full_raise(dyn.trace, t) for t in tracers], params)
+
+
+def _enclosing_frame() -> _Frame | None:
+    for m in reversed(trace_stack):
+        if m.trace_type is SpmdAxisTrace and m.active:
+            return m.global_data
+    return None
+
+
+@contextmanager
+def _frames(mesh: Mesh):
+    """Push one axis frame per mesh axis (to re-trace a per-device program in the rules below)."""
+    with ExitStack() as stack:
+        for name, size in zip(mesh.names, mesh.shape):
+            stack.enter_context(new_main(SpmdAxisTrace, _Frame(name, size, [])))
+        yield
 
 
 class _Unnamed:
@@ -42,14 +87,11 @@ class _Unnamed:
         return "<unnamed>"
 
 
-def _as_tuple(x) -> tuple:
-    return (x,) if isinstance(x, int) else tuple(x)
-
-
 def _bound_axis_names() -> tuple:
     return tuple(m.global_data.name for m in trace_stack if getattr(m.global_data, "name", None) is not None)
 
 
+# ---------------------------------------------------------------------------------------------------- pmap
 class PmapFunction:
     """A function mapped over devices (see ``pmap``)."""
 
@@ -58,10 +100,10 @@ class PmapFunction:
         if axis_size is not None and (not isinstance(axis_size, int) or isinstance(axis_size, bool)
                                       or axis_size < 1):
             raise ValueError(f"pmap: axis_size must be a positive int or None, got {axis_size!r}")
-        self.axis_size = axis_size
-        self.fun, self.in_axes, self.out_axes = fun, in_axes, out_axes
+        self.fun, self.in_axes, self.out_axes, self.axis_size = fun, in_axes, out_axes, axis_size
         self.axis_name = _Unnamed() if axis_name is None else axis_name
-        self.static = _as_tuple(static_broadcasted_argnums)
+        s = static_broadcasted_argnums
+        self.static = (s,) if isinstance(s, int) else tuple(s)
         if any(not isinstance(i, int) or isinstance(i, bool) for i in self.static):
             raise ValueError(f"pmap: static_broadcasted_argnums must be ints, got {static_broadcasted_argnums!r}")
         self.devices = None if devices is None else list(devices)
@@ -70,60 +112,24 @@ class PmapFunction:
         self._lifted: dict = {}
         self.trace_count = 0
 
-    # --- arguments
-    def _leaf_axes(self, args, static_pos, leaves) -> list:
-        if self.in_axes is None or isinstance(self.in_axes, int):
-            axes = [self.in_axes] * len(leaves)
-        else:
-            spec = tuple(self.in_axes) if isinstance(self.in_axes, list) else self.in_axes
-            if isinstance(spec, tuple) and len(spec) == len(args):
-                spec = tuple(a for i, a in enumerate(spec) if i not in static_pos)
-            dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
-            axes = broadcast_prefix(spec, dyn, "pmap in_axes")
-        out = []
-        for i, (x, ax) in enumerate(zip(leaves, axes)):
-            if ax is None:
-                out.append(None)
-                continue
-            if not isinstance(ax, int) or isinstance(ax, bool):
-                raise ValueError(f"pmap: in_axes entries must be int or None, got {ax!r}")
-            nd = len(get_aval(x).shape)
-            if not -nd <= ax < nd:
-                raise ValueError(f"pmap: in_axes={ax} is out of bounds for argument leaf {i} of rank {nd}")
-            out.append(ax % nd)
-        return out
-
-    def _out_axes(self, out_tree, leaves) -> list:
-        example = tree_unflatten(out_tree, [object()] * out_tree.num_leaves)
-        spec = self.out_axes
-        axes = [spec] * out_tree.num_leaves if spec is None or isinstance(spec, int) else \
-            broadcast_prefix(tuple(spec) if isinstance(spec, list) else spec, example, "pmap out_axes")
-        out = []
-        for i, (ax, x) in enumerate(zip(axes, leaves)):
-            if ax is not None:
-                nd = len(get_aval(x).shape) + 1
-                if not isinstance(ax, int) or isinstance(ax, bool) or not -nd <= ax < nd:
-                    raise ValueError(f"pmap: out_axes entry {ax!r} is invalid for output leaf {i} of rank {nd - 1}")
-                ax %= nd
-            out.append(ax)
-        return out
-
-    # --- calling
-    def __call__(self, *args, **kwargs):
+    def _prepare(self, args: tuple, kwargs: dict):
+        """The static positions, the dynamic leaves with their tree and mapped axes, and the mapped size."""
         if kwargs:
             raise ValueError(f"pmap: keyword arguments are not supported (got {sorted(kwargs)}); pass them "
                              f"positionally")
         nargs = len(args)
         static_pos = {i % nargs for i in self.static if -nargs <= i < nargs}
-        static = tuple((i, args[i]) for i in sorted(static_pos))
-        for i, v in static:
+        for i in sorted(static_pos):
             try:
-                hash(v)
+                hash(args[i])
             except TypeError:
-                raise ValueError(f"pmap: static argument {i} must be hashable, got {type(v).__name__}") from None
+                raise ValueError(f"pmap: static argument {i} must be hashable, got {type(args[i]).__name__}") from None
         dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
         leaves, in_tree = tree_flatten(dyn)
-        axes = self._leaf_axes(args, static_pos, leaves)
+        spec = tuple(self.in_axes) if isinstance(self.in_axes, list) else self.in_axes
+        if isinstance(spec, tuple) and len(spec) == nargs:
+            spec = tuple(a for i, a in enumerate(spec) if i not in static_pos)
+        axes = _canonical_axes(spec, dyn, leaves, "in_axes")
         sizes = [(i, get_aval(x).shape[a]) for i, (x, a) in enumerate(zip(leaves, axes)) if a is not None]
         if not sizes and self.axis_size is None:
             raise ValueError("pmap: no argument is mapped (all in_axes are None); pass axis_size")
@@ -132,10 +138,35 @@ class PmapFunction:
             raise ValueError(f"pmap: mapped axes have different sizes "
                              f"({', '.join(f'leaf {i}: {s}' for i, s in sizes)}"
                              f"{'' if self.axis_size is None else f', axis_size={self.axis_size}'})")
+        return static_pos, leaves, in_tree, axes, n
+
+    def _apply(self, args: tuple, static_pos: set, in_tree, xs) -> tuple:
+        """``fun`` on the static arguments and the dynamic ones rebuilt from ``xs``: (output leaves, tree)."""
+        it = iter(tree_unflatten(in_tree, xs))
+        return tree_flatten(self.fun(*[args[i] if i in static_pos else next(it) for i in range(len(args))]))
+
+    def __call__(self, *args, **kwargs):
+        static_pos, leaves, in_tree, axes, n = self._prepare(args, kwargs)
         frame = _enclosing_frame()
         if frame is not None:
             return self._nested(frame, args, static_pos, leaves, in_tree, axes, n)
-        return self._call(args, static, static_pos, leaves, in_tree, axes, n)
+        closed, out_tree, extra, out_axes, mesh = self._trace(args, static_pos, leaves, in_tree, axes, n)
+        in_ax, p_out_axes = (tuple(None if a is None else 0 for a in ax) for ax in (axes, out_axes))
+        if _state.eager and not extra and not any(isinstance(x, Tracer) for x in leaves):
+            heads = [mesh.local[i][1] for i in mesh.heads]
+            outs, head_devs = _execute(closed, mesh, [_host_input(x, a, heads) for x, a in zip(leaves, axes)],
+                                       in_ax, p_out_axes)
+            res = [ShardedArray([wrap(b, d) for b, d in zip(o, head_devs)], ax) if ax is not None
+                   else wrap(o, mesh.local[0][1]) for o, ax in zip(outs, out_axes)]
+            return tree_unflatten(out_tree, res)
+        extra = list(extra)
+        if _state.tape is not None:
+            closed, lifted = self._lift_tape_consts(closed, len(extra))
+            extra = lifted + extra
+        moved = [moveaxis(x, a, 0) if a else x for x, a in zip(leaves, axes)]
+        outs = pmap_p.bind(*extra, *moved, program=closed, mesh=mesh, in_axes=(None,) * len(extra) + in_ax,
+                           out_axes=p_out_axes, name=getattr(self.fun, "__name__", "fun"))
+        return tree_unflatten(out_tree, [moveaxis(o, 0, a) if a else o for o, a in zip(outs, out_axes)])
 
     def _global_size(self, n: int) -> int:
         from flfun.devices import local_device_count, process_count
@@ -146,88 +177,51 @@ class PmapFunction:
             return n * process_count()
         return n
 
-    def _trace(self, in_tree, avals, axes, static, args, static_pos, n_global) -> _Traced:
-        key = (in_tree, avals, tuple(axes), static, n_global, _bound_axis_names())
+    def _trace(self, args, static_pos, leaves, in_tree, axes, n):
+        """The per-device program (traced once per signature), its output tree, outer tracers, output axes and
+        the mesh it runs on."""
+        n_global = self._global_size(n)
+        avals = tuple(_shard_aval(x, a) for x, a in zip(leaves, axes))
+        key = (in_tree, avals, tuple(axes), tuple((i, args[i]) for i in sorted(static_pos)), n_global,
+               _bound_axis_names())
         hit = self._traces.get(key)
-        if hit is not None:
-            return hit
-        out_tree, mesh_axes = [], []
+        if hit is None:
+            out_tree, mesh_axes = [], []
 
-        def flat_fun(*xs):
-            it = iter(tree_unflatten(in_tree, xs))
-            out = self.fun(*[args[i] if i in static_pos else next(it) for i in range(len(args))])
-            ol, td = tree_flatten(out)
-            out_tree.append(td)
-            return ol
-        with new_main(SpmdAxisTrace, _Frame(self.axis_name, n_global, mesh_axes)):
-            closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
-        self.trace_count += 1
-        traced = _Traced(closed, out_tree[0], tuple(mesh_axes), tracers)
-        if not tracers:
-            self._traces[key] = traced
-        return traced
+            def flat_fun(*xs):
+                ol, td = self._apply(args, static_pos, in_tree, xs)
+                out_tree.append(td)
+                return ol
+            with new_main(SpmdAxisTrace, _Frame(self.axis_name, n_global, mesh_axes)):
+                closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
+            self.trace_count += 1
+            out_avals = closed.out_avals
+            out_axes = _canonical_axes(self.out_axes, tree_unflatten(out_tree[0], out_avals), out_avals, "out_axes",
+                                       1)
+            hit = (closed, out_tree[0], tracers, out_axes, n_global, tuple(mesh_axes))
+            if not tracers:
+                self._traces[key] = hit
+        closed, out_tree, tracers, out_axes, n_global, mesh_axes = hit
+        return closed, out_tree, tracers, out_axes, self._mesh(n_global, mesh_axes)
 
     def _mesh(self, n_global: int, inner: tuple) -> Mesh:
         from flfun.devices import devices as all_devices
-        hit = self._meshes.get((n_global, inner))
-        if hit is not None:
-            avail = self.devices if self.devices is not None else all_devices()
-            if len(avail) >= len(hit.devices) and all(a is b for a, b in zip(avail, hit.devices)):
-                return hit
         shape = (n_global,) + tuple(s for _, s in inner)
-        names = (self.axis_name,) + tuple(nm for nm, _ in inner)
-        need = int(np.prod(shape))
-        if self.devices is not None:
-            devs = self.devices
-            if len(devs) != need:
-                raise ValueError(f"pmap: the mapped axis has size {n_global}{_mesh_note(inner)}, which needs "
-                                 f"{need} devices, but devices= lists {len(devs)}")
-        else:
-            avail = all_devices()
-            if need > len(avail):
-                raise ValueError(f"pmap: the mapped axis has size {n_global}{_mesh_note(inner)}, which needs "
-                                 f"{need} devices, but only {len(avail)} are available (set FLFUN_CPU_DEVICES "
-                                 f"or call flfun.set_cpu_device_count)")
-            devs = avail[:need]
+        need, avail = prod(shape), self.devices if self.devices is not None else all_devices()
+        if need > len(avail) or self.devices is not None and need != len(avail):
+            have = f"devices= lists {len(avail)}" if self.devices is not None else \
+                f"only {len(avail)} are available (set FLFUN_CPU_DEVICES or call flfun.set_cpu_device_count)"
+            raise ValueError(f"pmap: the mapped axis has size {n_global}"
+                             f"{''.join(f' x {s} (nested axis {nm!r})' for nm, s in inner)}, which needs {need} "
+                             f"devices, but {have}")
+        devs, names = avail[:need], (self.axis_name,) + tuple(nm for nm, _ in inner)
         key = (tuple(id(d) for d in devs), names, shape)
-        mesh = self._meshes.get(key)
-        if mesh is None:
-            mesh = self._meshes[key] = Mesh(devs, names, shape)
-        self._meshes[(n_global, inner)] = mesh
-        return mesh
-
-    def _call(self, args, static, static_pos, leaves, in_tree, axes, n):
-        n_global = self._global_size(n)
-        avals = tuple(_shard_aval(x, a) for x, a in zip(leaves, axes))
-        traced = self._trace(in_tree, avals, axes, static, args, static_pos, n_global)
-        mesh = self._mesh(n_global, traced.mesh_axes)
-        if traced.out_axes is None:
-            out_axes = self._out_axes(traced.out_tree, traced.closed.out_avals)
-            traced.out_axes = out_axes, tuple(None if a is None else 0 for a in out_axes)
-        out_axes, p_out_axes = traced.out_axes
-        if _state.eager and not traced.tracers and not any(isinstance(x, Tracer) for x in leaves):
-            heads = [mesh.local[i][1] for i in mesh.heads]
-            inputs = [_shards_of(x, a, heads) if a is not None else _replicated(x, av)
-                      for x, a, av in zip(leaves, axes, avals)]
-            outs, head_devs = _execute(traced.closed, mesh, inputs, tuple(None if a is None else 0 for a in axes),
-                                       p_out_axes)
-            res = [ShardedArray([wrap(b, d) for b, d in zip(o, head_devs)], ax) if ax is not None
-                   else wrap(o, mesh.local[0][1]) for o, ax in zip(outs, out_axes)]
-            return tree_unflatten(traced.out_tree, res)
-        closed, extra = traced.closed, list(traced.tracers)
-        if _state.tape is not None:
-            closed, lifted = self._lift_tape_consts(closed, len(extra))
-            extra = lifted + extra
-        moved = [moveaxis(x, a, 0) if a else x for x, a in zip(leaves, axes)]
-        in_ax = (None,) * len(extra) + tuple(None if a is None else 0 for a in axes)
-        outs = pmap_p.bind(*extra, *moved, program=closed, mesh=mesh, in_axes=in_ax, out_axes=p_out_axes,
-                           name=getattr(self.fun, "__name__", "fun"))
-        outs = [moveaxis(o, 0, a) if a else o for o, a in zip(outs, out_axes)]
-        return tree_unflatten(traced.out_tree, outs)
+        if key not in self._meshes:
+            self._meshes[key] = Mesh(devs, names, shape)
+        return self._meshes[key]
 
     def _lift_tape_consts(self, closed: ClosedProgram, n_tracers: int):
         """Constants the eager tape is recording become inputs, so that grad sees them (closed-over params)."""
-        from flfun.ir import Program
         index = _state.tape.index
         pos = tuple(i for i, c in enumerate(closed.consts) if id(c) in index)
         if not pos:
@@ -245,8 +239,6 @@ class PmapFunction:
     def _nested(self, frame, args, static_pos, leaves, in_tree, axes, n):
         """A pmap inside another pmap's function: a new mesh axis. Each device takes its slice of the mapped
         arguments; outputs are gathered along the axis, so the enclosing function sees stacked values."""
-        from flfun.primitives.collective import all_gather, axis_index
-        from flfun.primitives.shape import dynamic_slice, squeeze
         if self.devices is not None:
             raise ValueError("pmap: devices= can only be given to the outermost pmap")
         for name, size in frame.axes:
@@ -262,69 +254,226 @@ class PmapFunction:
                 starts = [0] * len(shape)
                 starts[a] = j
                 return squeeze(dynamic_slice(x, starts, shape[:a] + (1,) + shape[a + 1:]), (a,))
-            it = iter(tree_unflatten(in_tree, [take(x, a) if a is not None else x for x, a in zip(leaves, axes)]))
-            out = self.fun(*[args[i] if i in static_pos else next(it) for i in range(len(args))])
-            ol, td = tree_flatten(out)
-            oaxes = self._out_axes(td, ol)
+            ol, td = self._apply(args, static_pos, in_tree, [take(x, a) if a is not None else x
+                                                              for x, a in zip(leaves, axes)])
+            oaxes = _canonical_axes(self.out_axes, tree_unflatten(td, ol), ol, "out_axes", 1)
             res = [all_gather(o, self.axis_name, axis=a) if a is not None else o for o, a in zip(ol, oaxes)]
         return tree_unflatten(td, res)
 
     def lower(self, *args):
         """The per-device program for these arguments (``.ir`` text) and its mesh, without running it."""
-        nargs = len(args)
-        static_pos = {i % nargs for i in self.static if -nargs <= i < nargs}
-        dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
-        leaves, in_tree = tree_flatten(dyn)
-        axes = self._leaf_axes(args, static_pos, leaves)
-        n = next((get_aval(x).shape[a] for x, a in zip(leaves, axes) if a is not None), self.axis_size)
-        n_global = self._global_size(n)
-        traced = self._trace(in_tree, tuple(_shard_aval(x, a) for x, a in zip(leaves, axes)), axes,
-                             tuple((i, args[i]) for i in sorted(static_pos)), args, static_pos, n_global)
-        return _Lowered(traced.closed, self._mesh(n_global, traced.mesh_axes))
+        closed, _, _, _, mesh = self._trace(args, *self._prepare(args, {}))
+        return _Lowered(closed, mesh)
 
 
 class _Lowered:
     def __init__(self, closed, mesh):
-        self.closed, self.mesh = closed, mesh
-
-    @property
-    def ir(self) -> str:
-        return str(self.closed.program)
+        self.closed, self.mesh, self.ir = closed, mesh, str(closed.program)
 
     def compile(self, device=None):
         """The per-device executable (with its memory plan) on ``device`` (default: the mesh's first)."""
         return compile_program(self.closed, device or self.mesh.local[0][1])
 
 
-def _mesh_note(inner) -> str:
-    return "".join(f" x {s} (nested axis {nm!r})" for nm, s in inner)
+def _canonical_axes(spec, tree, leaves: list, what: str, extra: int = 0) -> list:
+    """Per-leaf mapped axes (non-negative ints or None) from ``spec``: an int, None or a pytree prefix of
+    ``tree`` (whose leaves are ``leaves``). ``extra`` counts the device axis (1 for outputs)."""
+    spec = tuple(spec) if isinstance(spec, list) else spec
+    axes = [spec] * len(leaves) if spec is None or isinstance(spec, int) else \
+        broadcast_prefix(spec, tree, f"pmap {what}")
+    out = []
+    for i, (x, ax) in enumerate(zip(leaves, axes)):
+        if ax is not None:
+            nd = len(get_aval(x).shape) + extra
+            if not isinstance(ax, int) or isinstance(ax, bool):
+                raise ValueError(f"pmap: {what} entries must be int or None, got {ax!r}")
+            if not -nd <= ax < nd:
+                raise ValueError(f"pmap: {what}={ax} is out of bounds for {('argument', 'output')[extra]} leaf {i} "
+                                 f"of rank {nd - extra}")
+            ax %= nd
+        out.append(ax)
+    return out
 
 
 def _shard_aval(x, ax) -> ShapedArray:
     a = get_aval(x)
-    if ax is None:
-        return a
-    return ShapedArray(a.shape[:ax] + a.shape[ax + 1:], a.dtype, a.weak_type)
+    return a if ax is None else ShapedArray(a.shape[:ax] + a.shape[ax + 1:], a.dtype, a.weak_type)
 
 
-def _shards_of(x, ax: int, devs: list) -> list:
-    """Per-device raw buffers of a mapped argument: a ShardedArray's own shards when they already sit on
-    ``devs`` along ``ax``, else views of the host value."""
+def _host_input(x, ax, devs: list):
+    """The raw input of one argument: for a mapped one (``ax``) one buffer per device of ``devs``, a ShardedArray's
+    own shards when they already sit on ``devs`` along ``ax``, else views of the host value; else the host value."""
     if isinstance(x, ShardedArray) and x.axis == ax and len(x.shards) == len(devs) and \
             all(s._device is d for s, d in zip(x.shards, devs)):
         return [s._value for s in x.shards]
-    if type(x) is Array:
-        v = x._device.to_host(x._value)
-    else:
-        v = np.asarray(x)
-    idx = (slice(None),) * ax
-    return [v[idx + (k,)] for k in range(len(devs))]
+    v = x._device.to_host(x._value) if type(x) is Array else np.asarray(x, dtype=get_aval(x).dtype)
+    return v if ax is None else [v[(slice(None),) * ax + (k,)] for k in range(len(devs))]
 
 
-def _replicated(x, aval: ShapedArray):
-    if type(x) is Array and x._device.platform == "cpu":
-        return x._value
-    return np.asarray(x, dtype=aval.dtype)
+# ---------------------------------------------------------------------------------------------- execution
+def _executables(closed: ClosedProgram, mesh: Mesh) -> dict:
+    """One executable per local device, sharing one optimised program and one memory plan per backend
+    (each device gets its own arena), cached on the program."""
+    key = ("pmap-exe", id(mesh), core.registry_version, config.jit_planned)
+    hit = closed.cache.get(key)
+    if hit is not None and hit[0] is mesh:
+        return hit[1]
+    program, consts = optimize(closed.program, closed.consts)
+    plans: dict = {}
+    exes = {}
+    for g, d in mesh.local:
+        if d.backend in BACKEND_COMPILERS:          # a backend that compiles its own executables (cupy)
+            exes[g] = compile_program(closed, d)
+            continue
+        if config.jit_planned and d.backend not in plans:
+            plans[d.backend] = plan_program(program, writes_out(d.backend), (), DEFAULT_STRATEGY)
+        exes[g] = Executable(program, consts, d, plans.get(d.backend))
+    closed.cache[key] = (mesh, exes)
+    return exes
+
+
+PER_DEVICE = "device"    # in/out axis kind: one slice per local device (residuals on a nested mesh)
+
+
+def _count(mesh: Mesh, ax) -> int:
+    """Leading size of an operand or result mapped with ``ax`` (0: shards, PER_DEVICE: local devices)."""
+    return len(mesh.local) if ax == PER_DEVICE else len(mesh.heads)
+
+
+def _sharing(mesh: Mesh, ax) -> tuple:
+    """The mesh axes along which devices hold the same value of an operand or result mapped with ``ax``."""
+    return mesh.names if ax is None else () if ax == PER_DEVICE else mesh.names[1:]
+
+
+def _execute(closed: ClosedProgram, mesh: Mesh, inputs: list, in_axes: tuple, out_axes: tuple) -> tuple[list, list]:
+    """Run ``closed`` on every local device of ``mesh``. ``inputs[i]`` is a list of raw buffers, one per shard
+    (in_axes 0) or per local device (PER_DEVICE), or one raw buffer (None: replicated). Returns, per output, the
+    buffers of the shards' first devices (0), of every device (PER_DEVICE) or device 0's buffer (None), and the
+    devices holding the shards."""
+    outer, exes = mesh.outer, _executables(closed, mesh)
+
+    def task(i, g, dev):
+        args = [x if ax is None else x[i if ax == PER_DEVICE else outer[g]] for x, ax in zip(inputs, in_axes)]
+        if dev.platform != "cpu":
+            args = [dev.put(a) for a in args]
+        return exes[g](*args)
+
+    results = run_spmd(mesh, [(g, functools.partial(task, i, g, d)) for i, (g, d) in enumerate(mesh.local)])
+    heads = mesh.heads
+    outs = [results[0][j] if ax is None else [r[j] for r in results] if ax == PER_DEVICE else
+            [results[i][j] for i in heads] for j, ax in enumerate(out_axes)]
+    return outs, [mesh.local[i][1] for i in heads]
+
+
+# ------------------------------------------------------------------------------------------- call primitive
+pmap_p = Primitive("pmap", multiple_results=True)
+
+
+@pmap_p.def_abstract_eval
+def _pmap_abstract_eval(*avals, program, mesh, in_axes, out_axes, name):
+    for a, ax in zip(avals, in_axes):
+        if ax is not None and (not a.shape or a.shape[0] != _count(mesh, ax)):
+            raise ValueError(f"pmap: a mapped operand is {core.short(a)}, but {name} runs {_count(mesh, ax)} "
+                             f"{'devices' if ax == PER_DEVICE else 'shards'} here")
+    return [a if ax is None else a.update(shape=(_count(mesh, ax),) + a.shape)
+            for a, ax in zip(program.out_avals, out_axes)]
+
+
+def _pmap_impl(*vals, program, mesh, in_axes, out_axes, name):
+    inputs = [v if ax is None else [v[k] for k in range(_count(mesh, ax))] for v, ax in zip(vals, in_axes)]
+    outs, _ = _execute(program, mesh, inputs, in_axes, out_axes)
+    return [np.stack([np.asarray(s) for s in o]) if ax is not None else o for o, ax in zip(outs, out_axes)]
+
+
+register_impl(pmap_p, "numpy", _pmap_impl)
+
+
+@pmap_p.def_jvp
+def _pmap_jvp(primals, tangents, *, program, mesh, in_axes, out_axes, name):
+    nz = tuple(not is_zero(t) for t in tangents)
+
+    def split():
+        with _frames(mesh):
+            return _jvp_split(program, nz)
+    known, lin, res_invars, num_out, out_nz = _cached(program, ("pmap-jvp", mesh.names, mesh.shape, nz), split)
+    n_res, rax = len(known.out_avals) - num_out, 0 if len(mesh.heads) == len(mesh.local) else PER_DEVICE
+    outs = pmap_p.bind(*primals, program=known, mesh=mesh, in_axes=in_axes,
+                       out_axes=tuple(out_axes) + (rax,) * n_res, name=name)
+    residuals = [primals[i] for i in res_invars] + list(outs[num_out:])
+    nzt = [t for t in tangents if not is_zero(t)]
+    lin_in_axes = tuple(in_axes[i] for i in res_invars) + (rax,) * n_res + tuple(a for a, z in zip(in_axes, nz)
+                                                                                 if z)
+    lin_out_axes = tuple(a for a, z in zip(out_axes, out_nz) if z)
+    touts = pmap_p.bind(*residuals, *nzt, program=lin, mesh=mesh, in_axes=lin_in_axes, out_axes=lin_out_axes,
+                        name=f"jvp({name})") if any(out_nz) else []
+    it = iter(touts)
+    out_avals = _pmap_abstract_eval(*[get_aval(p) for p in primals], program=program, mesh=mesh,
+                                    in_axes=in_axes, out_axes=out_axes, name=name)
+    return outs[:num_out], [next(it) if z else Zero(tangent_aval(a)) for z, a in zip(out_nz, out_avals)]
+
+
+def _transpose_program(closed: ClosedProgram, mesh: Mesh, undef: tuple, ct_nz: tuple, in_axes, out_axes):
+    """The per-device transposed program. An output is read from one device (device 0 for out_axes None, the
+    first along the nested axes for mapped ones), so only that device receives its cotangent; an input given to
+    several devices (replicated, or a shard shared along nested axes) gets the sum of their cotangents."""
+    prog = closed.program
+    lin = [v for v, u in zip(prog.invars, undef) if u]
+    nonlin = [v for v, u in zip(prog.invars, undef) if not u]
+    view = Program(list(prog.constvars) + nonlin, lin, prog.eqns, prog.outvars)
+    out_avals = [tangent_aval(v.aval) for v in prog.outvars]
+    in_nz: list = []
+
+    def f(*xs):
+        cts = iter(xs[len(nonlin):])
+        cts_out = []
+        for z, a, ax in zip(ct_nz, out_avals, out_axes):
+            c = next(cts) if z else Zero(a)
+            if z and _sharing(mesh, ax):
+                first = eq(axis_index(_sharing(mesh, ax)), full((), 0, np.int32))
+                c = select_n(first, full(a.shape, 0, a.dtype), c)
+            cts_out.append(c)
+        res = backward_pass(view, list(closed.consts) + list(xs[:len(nonlin)]), cts_out)
+        shared = [_sharing(mesh, ax) for ax, u in zip(in_axes, undef) if u]
+        res = [psum(c, names) if names and not is_zero(c) else c for c, names in zip(res, shared)]
+        in_nz[:] = [not is_zero(c) for c in res]
+        return [c for c in res if not is_zero(c)]
+    with _frames(mesh):
+        tclosed = trace_closed(f, [v.aval for v in nonlin] + [a for a, z in zip(out_avals, ct_nz) if z])
+    return tclosed, tuple(in_nz)
+
+
+@pmap_p.def_transpose
+def _pmap_transpose(cts, *args, program, mesh, in_axes, out_axes, name):
+    undef = tuple(type(a) is UndefinedPrimal for a in args)
+    ct_nz = tuple(not is_zero(c) for c in cts)
+    tclosed, in_nz = _cached(program, ("pmap-transpose", mesh.names, mesh.shape, undef, ct_nz),
+                             lambda: _transpose_program(program, mesh, undef, ct_nz, in_axes, out_axes))
+    known = [a for a, u in zip(args, undef) if not u]
+    t_in_axes = tuple(a for a, u in zip(in_axes, undef) if not u) + tuple(a for a, z in zip(out_axes, ct_nz) if z)
+    t_out_axes = tuple(a for a, z in zip([a for a, u in zip(in_axes, undef) if u], in_nz) if z)
+    outs = iter(pmap_p.bind(*known, *[c for c in cts if not is_zero(c)], program=tclosed, mesh=mesh,
+                            in_axes=t_in_axes, out_axes=t_out_axes, name=f"transpose({name})")
+                if any(in_nz) else [])
+    nzs = iter(in_nz)
+    return [None if not u else (next(outs) if next(nzs) else Zero(a.aval)) for a, u in zip(args, undef)]
+
+
+@pmap_p.def_batch
+def _pmap_batch(frame, args, dims, *, program, mesh, in_axes, out_axes, name):
+    # pmap's axis first, then the vmapped one
+    moved = [d is not not_mapped and ax is not None for d, ax in zip(dims, in_axes)]
+    new_args = [moveaxis(a, d, 1) if m else a for a, d, m in zip(args, dims, moved)]
+    dev_dims = tuple(0 if m else d for d, m in zip(dims, moved))
+    dev_avals = [_shard_aval(a, None if ax is None else 0) for a, ax in zip(new_args, in_axes)]
+
+    def make():
+        with _frames(mesh):
+            return _batch_program(program, frame.size, frame.name, dev_dims, dev_avals)
+    bclosed, mapped = _cached(program, ("pmap-batch", frame.size, frame.name, dev_dims, mesh.names, mesh.shape),
+                              make)
+    outs = pmap_p.bind(*new_args, program=bclosed, mesh=mesh, in_axes=in_axes, out_axes=out_axes,
+                       name=f"vmap({name})")
+    return outs, [not_mapped if not m else (1 if ax is not None else 0) for m, ax in zip(mapped, out_axes)]
 
 
 def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
