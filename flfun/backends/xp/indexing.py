@@ -4,6 +4,8 @@ copy (inputs are immutable) and accumulates with ``ufunc.at``, or with plain ind
 distinct by construction (one index tuple per batch entry, as in the gradient of ``z[y]`` under vmap)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 
@@ -23,14 +25,19 @@ _WIDER = {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "uint32",
           "float16": "float32"}
 
 
+@functools.lru_cache(maxsize=1024)
+def _layout(shape: tuple, axes: tuple, batch_dims: int) -> tuple:
+    """(view permutation: batch, indexed, carried dims; indexed sizes; carried sizes) of an operand."""
+    rest = tuple(d for d in range(batch_dims, len(shape)) if d not in axes)
+    return tuple(range(batch_dims)) + axes + rest, tuple(shape[a] for a in axes), tuple(shape[d] for d in rest)
+
+
 def impls(xp) -> dict:
     def plan(operand, indices, axes, batch_dims, mode):
-        """(view permutation, index tuple, in-bounds mask or None, index shape, carried dims)."""
+        """(view permutation, index tuple, in-bounds mask or None, index shape, carried sizes)."""
         shape = operand.shape
-        rest = [d for d in range(batch_dims, len(shape)) if d not in axes]
-        perm = list(range(batch_dims)) + list(axes) + rest
+        perm, sizes, rest = _layout(shape, tuple(axes), batch_dims)
         ishape = indices.shape[:-1]
-        sizes = [shape[a] for a in axes]
         if mode != "fill" and 0 in sizes:
             mode = "fill"              # nothing to clamp to: every position is out of bounds
         cols = [indices[..., k] for k in range(len(axes))]
@@ -49,7 +56,7 @@ def impls(xp) -> dict:
                  for b in range(batch_dims)]
         # the columns have the index shape: indexing broadcasts the batch aranges against them
         idx = tuple(batch + cols) if cols else tuple(xp.broadcast_to(a, ishape) for a in batch)
-        return perm, idx, valid, ishape, [shape[d] for d in rest]
+        return perm, idx, valid, ishape, rest
 
     def gather(operand, indices, *, axes, batch_dims, mode, fill_value):
         operand = xp.asarray(operand)
@@ -57,7 +64,7 @@ def impls(xp) -> dict:
         if not idx:
             out = xp.broadcast_to(operand, tuple(ishape) + operand.shape)
         else:
-            out = xp.transpose(operand, perm)[idx]
+            out = operand.transpose(perm)[idx]
         if valid is not None:
             fill = default_fill(operand.dtype) if fill_value is None else fill_value
             mask = valid.reshape(tuple(ishape) + (1,) * len(rest))
@@ -81,7 +88,7 @@ def impls(xp) -> dict:
         if op == "set" or len(ishape) == batch_dims:   # one index per batch entry: the positions are distinct
             if valid is not None:      # drop out-of-bound updates
                 idx, updates = tuple(xp.broadcast_to(a, ishape)[valid] for a in idx), updates[valid]
-            view = xp.transpose(out, perm)
+            view = out.transpose(perm)
             view[idx] = updates if op == "set" else ufuncs[op](view[idx], updates)
             return out
         # accumulate through the flat buffer: 1-d ufunc.at is several times faster than n-d

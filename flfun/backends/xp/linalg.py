@@ -9,6 +9,7 @@ otherwise the result is copied into it.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from math import prod
 
@@ -51,6 +52,7 @@ def _as_matrices(xp, x, batch, rows, cols):
     return xp.reshape(direct, bshape + (r, c))
 
 
+@functools.lru_cache(maxsize=256)
 def _outer_subscripts(nl: int, nr: int, dimension_numbers) -> str:
     """einsum subscripts of a dot_general without contracting dims, e.g. ``ab,ac->abc`` (batch dim 0)."""
     (_, _), (lb, rb) = dimension_numbers
@@ -118,15 +120,20 @@ def _conv(xp):
         return buf[(slice(None), slice(None)) + crop]
 
     def scatter_conv(x, w, padding, rhs_dilation, osz):
-        """Stride-1 conv as one GEMM at every input position, then one shifted add per kernel offset
-        (col2im): ``out[o, n, s] = sum_k y[o, k, n, s + k * r - lo]``. Returns ``(O, N, *osz)``."""
+        """Stride-1 conv as one GEMM per kernel offset over every input position, each added shifted into the
+        result (col2im): ``out[n, o, s] = sum_k y_k[n, o, s + k * r - lo]``. Channels-last data gives
+        ``y_k = x (N*T, C) @ w_k (C, O)`` and an ``(N, *S, O)`` result, else ``w_k (O, C) @ x (C, N*T)`` and
+        ``(O, N, *S)``. Returns the canonical ``(N, O, *S)`` view."""
         (N, C), T, (O, K) = x.shape[:2], tuple(x.shape[2:]), (w.shape[0], tuple(w.shape[2:]))
-        sp = tuple(range(2, 2 + len(T)))
-        x2 = xp.reshape(xp.transpose(x, (1, 0) + sp), (C, N * prod(T)))
-        w2 = xp.reshape(xp.transpose(w, (0,) + sp + (1,)), (O * prod(K), C))
-        y = xp.reshape(xp.matmul(w2, x2), (O,) + K + (N,) + T)
-        res = xp.zeros((O, N) + osz, x.dtype)
-        every = (slice(None),)
+        sp, ns = tuple(range(2, 2 + len(T))), len(T)
+        last = C > 1 and x.strides[1] == x.itemsize
+        if last:
+            x2, wk = xp.reshape(xp.transpose(x, (0,) + sp + (1,)), (N * prod(T), C)), xp.transpose(w, sp + (1, 0))
+            res, y = xp.zeros((N,) + osz + (O,), x.dtype), xp.empty((N,) + T + (O,), x.dtype)
+        else:
+            x2, wk = xp.reshape(xp.transpose(x, (1, 0) + sp), (C, N * prod(T))), xp.transpose(w, sp + (0, 1))
+            res, y = xp.zeros((O, N) + osz, x.dtype), xp.empty((O, N) + T, x.dtype)
+        y2, lead = xp.reshape(y, (N * prod(T), O) if last else (O, N * prod(T))), (slice(None),) * (2 - last)
         for kk in itertools.product(*map(range, K)):
             dst, src = [], []
             for k, r, (lo, _), t, s in zip(kk, rhs_dilation, padding, T, osz):
@@ -135,8 +142,9 @@ def _conv(xp):
                 dst.append(slice(a, max(a, b)))
                 src.append(slice(a + shift, max(a, b) + shift))
             if all(d.stop > d.start for d in dst):
-                res[every * 2 + tuple(dst)] += y[every + kk + every + tuple(src)]
-        return res
+                xp.matmul(x2, wk[kk], out=y2) if last else xp.matmul(wk[kk], x2, out=y2)
+                res[lead + tuple(dst)] += y[lead + tuple(src)]
+        return xp.transpose(res, (0, ns + 1) + tuple(range(1, ns + 1)) if last else (1, 0) + sp)
 
     def conv(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
              feature_group_count, batch_group_count, out=None):
@@ -150,18 +158,18 @@ def _conv(xp):
         BG, Nb, K, S = B * G, N // B, prod(ksz), prod(osz)
         if BG == 1 and all(s == 1 for s in window_strides) and all(d == 1 for d in lhs_dilation) \
                 and _scatter_is_cheaper(C, O, K, prod(x.shape[2:]), S, N):
-            res = xp.transpose(scatter_conv(x, w, padding, rhs_dilation, osz),
-                               tuple(((1, 0) + tuple(range(2, ns + 2)))[i] for i in final))
-            return _finish(xp, res, out)
+            return _finish(xp, xp.transpose(scatter_conv(x, w, padding, rhs_dilation, osz), final), out)
         x = dilate_pad(x, padding, lhs_dilation)                           # (N, C, *S)
         st = x.strides[2:]
         win = as_strided(x, (N, C) + ksz + osz, x.strides[:2] + tuple(s * r for s, r in zip(st, rhs_dilation))
                          + tuple(s * w_ for s, w_ in zip(st, window_strides)))          # (N, C, *K, *O), a view
         win = xp.reshape(win, (B, Nb, G, C // G) + ksz + osz)
-        kax, oax = tuple(range(4, 4 + ns)), tuple(range(4 + ns, 4 + 2 * ns))
+        kax, oax, sp = tuple(range(4, 4 + ns)), tuple(range(4 + ns, 4 + 2 * ns)), tuple(range(2, ns + 2))
         # copy the columns so that the copy's innermost run is a long contiguous one; one GEMM per group
-        if C > 1 and x.strides[1] == x.itemsize and osz:     # channels-last data: rows (n, *O), columns (*K, c)
-            layout = "skc"
+        if BG == 1 and N > 1 and x.strides[0] == x.itemsize and osz:   # e.g. the kernel gradient of NHWC data
+            layout = "ckn"                                   # rows (c, *K), columns (*O, n)
+        elif osz and (C > 1 and x.strides[1] == x.itemsize or C == 1 and ospec[1] == ns + 1):
+            layout = "skc"                                   # channels-last data: rows (n, *O), columns (*K, c)
         elif osz and ksz[-1] * (rhs_dilation[-1] == 1) > osz[-1] * (window_strides[-1] == 1):
             layout = "sck"                                   # rows (n, *O), columns (c, *K)
         else:
@@ -173,26 +181,31 @@ def _conv(xp):
                 return out
             return _finish(xp, xp.transpose(xp.reshape(xp.matmul(wm, cols), (Nb, O) + osz), final), out)
         if layout == "skc":
-            wm = xp.reshape(xp.transpose(w, (0,) + tuple(range(2, 2 + ns)) + (1,)), (BG, O // BG, K * Cg))
+            wm = xp.reshape(xp.transpose(w, (0,) + sp + (1,)), (BG, O // BG, K * Cg))
             cols = xp.reshape(xp.transpose(win, (0, 2, 1) + oax + kax + (3,)), (BG, Nb * S, K * Cg))
+        elif layout == "ckn":
+            wm = xp.reshape(xp.transpose(w, (1,) + sp + (0,)), (1, Cg * K, O))
+            cols = xp.reshape(xp.transpose(win, (0, 2, 3) + kax + oax + (1,)), (1, Cg * K, S * Nb))
         else:
             wm = xp.reshape(w, (BG, O // BG, Cg * K))
             perm = (0, 2, 1) + oax + (3,) + kax if layout == "sck" else (0, 2, 3) + kax + (1,) + oax
             cols = xp.reshape(xp.transpose(win, perm),
                               (BG, Nb * S, Cg * K) if layout == "sck" else (BG, Cg * K, Nb * S))
+        if BG == 1:   # the GEMM's result as canonical axes (n = 0, o = 1, spatial 2...)
+            a, b, raw_axes = {"skc": (cols[0], wm[0].T, (0,) + sp + (1,)), "sck": (cols[0], wm[0].T, (0,) + sp + (1,)),
+                              "cks": (wm[0], cols[0], (1, 0) + sp), "ckn": (cols[0].T, wm[0], sp + (0, 1))}[layout]
+            comp = tuple(raw_axes.index(i) for i in final)
+            if out is not None and out.flags.c_contiguous and comp == tuple(range(ns + 2)):
+                xp.matmul(a, b, out=xp.reshape(out, (a.shape[0], b.shape[1])))
+                return out
+            sizes = (Nb, O) + osz
+            raw = xp.reshape(xp.matmul(a, b), tuple(sizes[i] for i in raw_axes))
+            return _finish(xp, xp.transpose(raw, comp), out)
         sck = layout != "cks"     # the GEMM gives (n, *O, o) rows; otherwise (o, n, *O)
         if sck:
             raw_shape, to_canonical = (B, G, Nb) + osz + (O // BG,), (2, 0, 1, 3 + ns) + tuple(range(3, 3 + ns))
         else:
             raw_shape, to_canonical = (B, G, O // BG, Nb) + osz, (3, 0, 1, 2) + tuple(range(4, 4 + ns))
-        if BG == 1:
-            a, b = (cols[0], wm[0].T) if sck else (wm[0], cols[0])
-            full = [to_canonical[0]] + [to_canonical[3 + i] for i in range(ns + 1)]   # without the B, G axes
-            comp = tuple(sorted(full).index(full[i]) for i in final)
-            if out is not None and out.flags.c_contiguous and comp == tuple(range(ns + 2)):
-                xp.matmul(a, b, out=xp.reshape(out, (a.shape[0], b.shape[1])))
-                return out
-            return _finish(xp, xp.transpose(xp.reshape(xp.matmul(a, b), raw_shape[2:]), comp), out)
         raw = xp.matmul(cols, xp.swapaxes(wm, -1, -2)) if sck else xp.matmul(wm, cols)
         res = xp.reshape(xp.transpose(xp.reshape(raw, raw_shape), to_canonical), (Nb, O) + osz)
         return _finish(xp, xp.transpose(res, final), out)
