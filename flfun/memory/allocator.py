@@ -61,11 +61,9 @@ class _Stat:
 
     def add(self, delta: int) -> None:
         self.current += delta
-        if delta >= 0:
-            self.allocated += delta
-            self.peak = max(self.peak, self.current)
-        else:
-            self.freed -= delta
+        self.allocated += max(delta, 0)
+        self.freed += max(-delta, 0)
+        self.peak = max(self.peak, self.current)
 
 
 class BaseAllocator:
@@ -343,16 +341,16 @@ class CachingAllocator(BaseAllocator):
         return block
 
     def _get_free_block(self, size: int, pool: str) -> Block | None:
-        cached = self.pools[pool]
+        cached, limit, recycle = self.pools[pool], self.max_split_size, self.recycling_size_limit
         i = bisect.bisect_left(cached, (size, -1))
         if i == len(cached):
             return None
-        block, limit, large = cached[i][2], self.max_split_size, pool == "large_pool"
-        # an oversize block never serves a small request, nor a large one it would waste too much of
-        if large and limit is not None and (size < limit <= block.size or
-                                            size >= limit and block.size >= size + self.oversize_slack):
-            return None
-        if large and self.recycling_size_limit is not None and block.size >= self.recycling_size_limit:
+        n, _, block = cached[i]
+        # in the large pool an oversize block never serves a small request, nor a large one it would waste too
+        # much of, and a block over the recycling limit is never reused
+        slack = self.oversize_slack
+        if pool == "large_pool" and (limit is not None and (size < limit <= n or limit <= size <= n - slack)
+                                     or recycle is not None and n >= recycle):
             return None
         self._cache(block, False)
         return block

@@ -106,16 +106,13 @@ def _best_fit(buffers, alignment):
     live: list[tuple[int, int, int]] = []          # (offset, size, end)
     out = {}
     for b in sorted(buffers, key=lambda b: (b.start, -b.size, b.id)):
-        live = [x for x in live if x[2] >= b.start]
-        live.sort()
-        best, best_gap, cursor = None, None, 0
+        live = sorted(x for x in live if x[2] >= b.start)
+        gaps, cursor = [], 0                           # (gap size, its offset) of each free gap that fits
         for off, size, _ in live:
-            gap = off - cursor
-            if gap >= b.size and (best_gap is None or gap < best_gap):
-                best, best_gap = cursor, gap
+            if off - cursor >= b.size:
+                gaps.append((off - cursor, cursor))
             cursor = max(cursor, off + size)
-        offset = cursor if best is None else best
-        out[b.id] = offset
+        out[b.id] = offset = min(gaps)[1] if gaps else cursor
         live.append((offset, b.size, b.end))
     return out
 
@@ -186,12 +183,10 @@ class MemoryPlan:
 
     def summary(self) -> str:
         """A table of every arena buffer (offset, size, lifetime, values sharing it) and the totals."""
-        rows = [f"{'buf':>4} {'offset':>10} {'bytes':>10} {'live':>11} {'vals':>4}  value", "-" * 64]
-        for b in sorted(self.buffers, key=lambda b: (b.offset, b.start)):
-            rows.append(f"{b.id:>4} {b.offset:>10} {b.size:>10} {f'{b.start}..{b.end}':>11} {b.values:>4}  "
-                        f"{b.label}")
-        rows += ["-" * 64, self.totals()]
-        return "\n".join(rows)
+        rows = [f"{b.id:>4} {b.offset:>10} {b.size:>10} {f'{b.start}..{b.end}':>11} {b.values:>4}  {b.label}"
+                for b in sorted(self.buffers, key=lambda b: (b.offset, b.start))]
+        head = f"{'buf':>4} {'offset':>10} {'bytes':>10} {'live':>11} {'vals':>4}  value"
+        return "\n".join([head, "-" * 64, *rows, "-" * 64, self.totals()])
 
     def totals(self) -> str:
         lb, nv = self.lower_bound or 1, self.naive_bytes or 1

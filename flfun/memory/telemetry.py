@@ -419,11 +419,10 @@ def to_memory_viz(trace: Trace, path: str, allocator: Allocator | None = None) -
             ops[blocks[e.id].ptr] = e.op
         times += [e.t_ns // 1000] * (len(log) - len(times))
     alloc.events = None
-    names = {"alloc": ["alloc"], "free": ["free_requested", "free_completed"], "segment_alloc": ["segment_alloc"],
-             "segment_free": ["segment_free"], "oom": ["oom"]}
+    names = {"free": ["free_requested", "free_completed"]}   # PyTorch's action names where they differ from ours
     frames = lambda ptr: [{"name": ops.get(ptr, "?"), "filename": "flfun", "line": 0}]
     device_trace = [{"action": a, "addr": ptr, "size": size, "stream": 0, "frames": frames(ptr), "time_us": t}
-                    for (action, ptr, size), t in zip(log, times) for a in names[action]]
+                    for (action, ptr, size), t in zip(log, times) for a in names.get(action, [action])]
     segments = []
     for seg, blks in getattr(alloc, "segments", list)():
         live = [b for b in blks if b.allocated]
