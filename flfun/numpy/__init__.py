@@ -33,13 +33,10 @@ def _bind_operators():
               "and": ns.bitwise_and, "or": ns.bitwise_or, "xor": ns.bitwise_xor,
               "lshift": ns.left_shift, "rshift": ns.right_shift}
     for op, fn in binary.items():
-        setattr(A, f"__{op}__", fn)
         setattr(A, f"__r{op}__", (lambda f: lambda self, other: f(other, self))(fn))
-    for op, fn in {"lt": ns.less, "le": ns.less_equal, "gt": ns.greater, "ge": ns.greater_equal,
-                   "eq": ns.equal, "ne": ns.not_equal}.items():
+    for op, fn in {**binary, "lt": ns.less, "le": ns.less_equal, "gt": ns.greater, "ge": ns.greater_equal,
+                   "eq": ns.equal, "ne": ns.not_equal, "neg": ns.negative, "pos": ns.positive, "abs": ns.abs,
+                   "invert": ns.invert}.items():
         setattr(A, f"__{op}__", fn)
-    for op, fn in {"neg": ns.negative, "pos": ns.positive, "abs": ns.abs, "invert": ns.invert}.items():
-        setattr(A, f"__{op}__", fn)
-
 
 _bind_operators()

@@ -11,7 +11,7 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import ConcretizationError, Tracer, short
-from flfun.numpy._creation import asarray
+from flfun.numpy._creation import _leaves, asarray
 from flfun.primitives import elementwise as E, shape as S
 from flfun.primitives.common import broadcast_to_shape
 from flfun.primitives.indexing import gather, scatter
@@ -66,14 +66,6 @@ def _classify(item):
             raise IndexError(f"getitem: {_INDEX_HELP}, got an array of dtype {a.dtype}")
         return "arr", a, 1
     raise IndexError(f"getitem: {_INDEX_HELP}, got {item!r} ({type(item).__name__})")
-
-
-def _leaves(xs):
-    for x in xs:
-        if isinstance(x, (list, tuple)):
-            yield from _leaves(x)
-        else:
-            yield x
 
 
 def _slice_bounds(s: slice, n: int, dim: int):
@@ -359,22 +351,15 @@ class _IndexUpdateRef:
     def get(self, *, mode: str | None = None, fill_value=None) -> Array:
         return getitem(self.array, self.index, mode, fill_value)
 
-    def set(self, values, *, mode: str | None = None) -> Array:
-        return _update(self.array, self.index, values, "set", mode, "set")
+    def _op(op: str, name: str):
+        def method(self, values, *, mode: str | None = None) -> Array:
+            return _update(self.array, self.index, values, op, mode, name)
+        method.__name__ = name
+        return method
 
-    def add(self, values, *, mode: str | None = None) -> Array:
-        return _update(self.array, self.index, values, "add", mode, "add")
-
-    def multiply(self, values, *, mode: str | None = None) -> Array:
-        return _update(self.array, self.index, values, "mul", mode, "multiply")
-
+    set, add, multiply, min, max = (_op("set", "set"), _op("add", "add"), _op("mul", "multiply"), _op("min", "min"),
+                                    _op("max", "max"))
     mul = multiply
-
-    def min(self, values, *, mode: str | None = None) -> Array:
-        return _update(self.array, self.index, values, "min", mode, "min")
-
-    def max(self, values, *, mode: str | None = None) -> Array:
-        return _update(self.array, self.index, values, "max", mode, "max")
 
     def divide(self, values, *, mode: str | None = None) -> Array:
         x = _arr(self.array)
@@ -388,6 +373,8 @@ class _IndexUpdateRef:
 
     def __repr__(self):
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
+    del _op
 
 
 # --------------------------------------------------------------------------------------------- take and friends

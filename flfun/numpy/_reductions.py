@@ -263,9 +263,7 @@ def any(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.any(fnp.asarray([0, 2])).tolist()
         True
     """
-    x = _as_bool(x)
-    axes = _axes("any", axis, len(x.shape))
-    return _keep(x, lax_reduce.reduce_or(x, axes), axes, keepdims)
+    return _bool_reduce("any", lax_reduce.reduce_or, x, axis, keepdims)
 
 
 def all(x, /, *, axis=None, keepdims: bool = False) -> Array:
@@ -276,9 +274,13 @@ def all(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.all(fnp.asarray([1., 0.])).tolist()
         False
     """
+    return _bool_reduce("all", lax_reduce.reduce_and, x, axis, keepdims)
+
+
+def _bool_reduce(op, fn, x, axis, keepdims):
     x = _as_bool(x)
-    axes = _axes("all", axis, len(x.shape))
-    return _keep(x, lax_reduce.reduce_and(x, axes), axes, keepdims)
+    axes = _axes(op, axis, len(x.shape))
+    return _keep(x, fn(x, axes), axes, keepdims)
 
 
 def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> Array:
@@ -293,8 +295,12 @@ def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> Array:
 
 
 # ------------------------------------------------------------------------------------------------------ scans
-def _scan(op, fn, x, axis, dtype, include_initial, initial_value):
+def _scan(op, fn, x, axis, dtype, include_initial=False, initial_value=0):
     x = asarray_like(x)
+    if axis is None:       # numpy's cumsum flattens; the array API's cumulative_sum needs a vector
+        if op.startswith("cumulative") and len(x.shape) > 1:
+            raise ValueError(f"{op}: axis is required for arrays of rank > 1, got {short(x)}")
+        x, axis = lax_shape.reshape(x, (_size(x.shape),)), 0
     x = _cast(x, _accumulator_dtype(x, dtype))
     if len(x.shape) == 0:
         x = lax_shape.reshape(x, (1,))
@@ -306,11 +312,6 @@ def _scan(op, fn, x, axis, dtype, include_initial, initial_value):
     return out
 
 
-def _flat_if_none(x, axis):
-    x = asarray_like(x)
-    return (lax_shape.reshape(x, (_size(x.shape),)), 0) if axis is None else (x, axis)
-
-
 def cumsum(x, /, *, axis=None, dtype=None) -> Array:
     """Running sum along ``axis``; ``axis=None`` flattens first (numpy); dtypes as in :func:`sum`.
 
@@ -319,8 +320,7 @@ def cumsum(x, /, *, axis=None, dtype=None) -> Array:
         >>> fnp.cumsum(fnp.asarray([[1, 2], [3, 4]])).tolist()
         [1, 3, 6, 10]
     """
-    x, axis = _flat_if_none(x, axis)
-    return _scan("cumsum", lax_reduce.cumsum, x, axis, dtype, False, 0)
+    return _scan("cumsum", lax_reduce.cumsum, x, axis, dtype)
 
 
 def cumprod(x, /, *, axis=None, dtype=None) -> Array:
@@ -331,15 +331,7 @@ def cumprod(x, /, *, axis=None, dtype=None) -> Array:
         >>> fnp.cumprod(fnp.asarray([1., 2., 3.])).tolist()
         [1.0, 2.0, 6.0]
     """
-    x, axis = _flat_if_none(x, axis)
-    return _scan("cumprod", lax_reduce.cumprod, x, axis, dtype, False, 1)
-
-
-def _api_axis(op, x, axis):
-    x = asarray_like(x)
-    if axis is None and len(x.shape) > 1:
-        raise ValueError(f"{op}: axis is required for arrays of rank > 1, got {short(x)}")
-    return x, 0 if axis is None else axis
+    return _scan("cumprod", lax_reduce.cumprod, x, axis, dtype)
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False) -> Array:
@@ -350,7 +342,6 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False
         >>> fnp.cumulative_sum(fnp.asarray([1., 2.]), include_initial=True).tolist()
         [0.0, 1.0, 3.0]
     """
-    x, axis = _api_axis("cumulative_sum", x, axis)
     return _scan("cumulative_sum", lax_reduce.cumsum, x, axis, dtype, include_initial, 0)
 
 
@@ -362,7 +353,6 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = Fals
         >>> fnp.cumulative_prod(fnp.asarray([2., 3.]), include_initial=True).tolist()
         [1.0, 2.0, 6.0]
     """
-    x, axis = _api_axis("cumulative_prod", x, axis)
     return _scan("cumulative_prod", lax_reduce.cumprod, x, axis, dtype, include_initial, 1)
 
 
