@@ -21,7 +21,7 @@ class _World:
     def __init__(self, comm, devices: list, local_count: int):
         self.comm, self.devices, self.local_count = comm, devices, local_count
         self.rank, self.size = comm.rank, comm.size
-        self.cache: dict = {}
+        self.all_comm: Communicator | None = None
 
 
 _world: _World | None = None
@@ -86,12 +86,8 @@ def initialize(abort_on_error: bool = True) -> None:
     if len(counts) != 1:
         raise ValueError(f"initialize: every process must have the same number of local devices, got "
                          f"{[len(x) for x in layout]} (set FLFUN_CPU_DEVICES alike on every rank)")
-    devices = []
-    for p, descr in enumerate(layout):
-        if p == comm.rank:
-            devices += local
-        else:
-            devices += [Device(plat, i, backend, None, process_index=p) for plat, i, backend in descr]
+    devices = [d for p, descr in enumerate(layout) for d in (local if p == comm.rank else [
+        Device(plat, i, backend, None, process_index=p) for plat, i, backend in descr])]
     _world = _World(comm, devices, len(local))
     if abort_on_error and comm.size > 1:
         _install_excepthook(comm)
@@ -120,21 +116,19 @@ def world_communicator(devs: list) -> Communicator:
     if _world is None or list(devs) != list(_world.devices):
         raise NotImplementedError("pmap: a mesh axis that spans processes must cover all devices of all "
                                   "processes (flfun.devices()), in order")
-    comm = _world.cache.get("all")
-    if comm is None:
+    if _world.all_comm is None:
         local = [d for d in devs if d.process_index == _world.rank]
         if local[0].platform == "gpu":
             if len(local) != 1:
                 raise NotImplementedError("pmap across processes on GPUs needs one GPU per process")
             from flfun.distributed.nccl import NcclCommunicator
-            comm = NcclCommunicator.from_mpi(_world.comm.comm, local[0].id)
+            _world.all_comm = NcclCommunicator.from_mpi(_world.comm.comm, local[0].id)
         elif _world.local_count == 1:
-            comm = _world.comm
+            _world.all_comm = _world.comm
         else:
             from flfun.distributed.mpi import HierarchicalCommunicator
-            comm = HierarchicalCommunicator(ThreadCommunicator(_world.local_count), _world.comm)
-        _world.cache["all"] = comm
-    return comm
+            _world.all_comm = HierarchicalCommunicator(ThreadCommunicator(_world.local_count), _world.comm)
+    return _world.all_comm
 
 
 __all__ = ["initialize", "is_initialized", "get_timeout", "set_timeout", "Communicator", "ThreadCommunicator",

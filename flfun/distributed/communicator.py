@@ -53,6 +53,7 @@ class Communicator:
     """
     size: int = 1
     timeout: float = 300.0
+    _reason: str | None = None
 
     def allreduce(self, rank: int, x, op: str = "sum", out=None, what: str = "allreduce"):
         """Every member gets ``x_0 op x_1 op ...`` (op in 'sum', 'max', 'min')."""
@@ -62,25 +63,43 @@ class Communicator:
         """Every member gets all members' ``x`` stacked: shape ``(size, *x.shape)``."""
         raise NotImplementedError
 
+    def _gathered(self, rank: int, x, what: str, pick):
+        """``pick(xs)`` of all members' ``x`` (``xs[j]`` is member ``j``'s), here through ``allgather``."""
+        return pick(self.allgather(rank, x, what))
+
     def reduce_scatter(self, rank: int, x, op: str = "sum", what: str = "reduce_scatter"):
         """``x`` has shape ``(size, ...)``; member ``rank`` gets ``x_0[rank] op x_1[rank] op ...``."""
-        return reduce_list(list(self.allgather(rank, x, what)[:, rank]), op)
+        return self._gathered(rank, np.asarray(x), what, lambda xs: reduce_list([s[rank] for s in xs], op))
 
     def alltoall(self, rank: int, x, what: str = "alltoall"):
         """``x`` has shape ``(size, ...)``; member ``rank`` gets ``stack([x_j[rank] for j])``."""
-        return np.ascontiguousarray(self.allgather(rank, x, what)[:, rank])
+        return self._gathered(rank, np.asarray(x), what, lambda xs: np.stack([s[rank] for s in xs]))
 
     def permute(self, rank: int, x, perm: tuple, what: str = "permute"):
         """Member ``d`` gets ``x_s`` for each ``(s, d)`` in ``perm``; the others get zeros."""
-        src = {d: s for s, d in perm}.get(rank)
-        allx = self.allgather(rank, x, what)
-        return np.zeros_like(x) if src is None else np.array(allx[src], copy=True)
+        x, src = np.asarray(x), {d: s for s, d in perm}.get(rank)
+        return self._gathered(rank, x, what, lambda xs: np.zeros_like(x) if src is None else np.array(xs[src]))
 
     def abort(self, reason: str) -> None:
         """Make every member that waits (now or later) raise ``CollectiveAbortedError(reason)``."""
 
     def reset(self) -> None:
         """Make the communicator usable again after an abort or a timeout (in-process communicators only)."""
+
+    def _aborted(self, member: str, what: str) -> CollectiveAbortedError:
+        return CollectiveAbortedError(f"{what}: abandoned on {member} of {self.size} because {self._reason}")
+
+    def _timed_out(self, member: str, what: str, waited: float) -> CollectiveTimeoutError:
+        self._reason = f"{member} timed out in {what}"
+        return CollectiveTimeoutError(
+            f"{what}: {member} of {self.size} waited {waited:.1f} s (timeout {self.timeout:g} s) for the others; one "
+            f"of them failed, died, hangs or did not call the same collective (set FLFUN_COLLECTIVE_TIMEOUT or "
+            f"flfun.distributed.set_timeout to change the limit)")
+
+
+def resolve_timeout(timeout: float | None) -> float:
+    from flfun.distributed import get_timeout
+    return get_timeout() if timeout is None else float(timeout)
 
 
 class ThreadCommunicator(Communicator):
@@ -95,15 +114,13 @@ class ThreadCommunicator(Communicator):
     """
 
     def __init__(self, size: int, timeout: float | None = None):
-        from flfun.distributed import get_timeout
-        self.size = int(size)
-        self.timeout = get_timeout() if timeout is None else float(timeout)
+        self.size, self.timeout = int(size), resolve_timeout(timeout)
         self.reset()
 
     def reset(self) -> None:
         self._slots: list = [None] * self.size
         self._barrier = threading.Barrier(self.size)
-        self._reason: str | None = None
+        self._reason = None
 
     def abort(self, reason: str) -> None:
         if self._reason is None:
@@ -118,74 +135,39 @@ class ThreadCommunicator(Communicator):
             self._barrier.wait(self.timeout)
         except threading.BrokenBarrierError:
             if self._reason is not None:
-                raise CollectiveAbortedError(f"{what}: abandoned on member {rank} of {self.size} because "
-                                             f"{self._reason}") from None
-            waited = time.monotonic() - t0
-            self._reason = f"member {rank} timed out in {what}"
-            raise CollectiveTimeoutError(
-                f"{what}: member {rank} of {self.size} waited {waited:.1f} s (timeout {self.timeout:g} s) for the "
-                f"others; one of them failed, hangs or did not call the same collective "
-                f"(set FLFUN_COLLECTIVE_TIMEOUT or flfun.distributed.set_timeout to change the limit)") from None
+                raise self._aborted(f"member {rank}", what) from None
+            raise self._timed_out(f"member {rank}", what, time.monotonic() - t0) from None
 
-    def _exchange(self, rank: int, value, what: str) -> list:
-        self._slots[rank] = value
+    def _gathered(self, rank, x, what, pick):
+        self._slots[rank] = x
         self._wait(rank, what)
-        return self._slots
-
-    def _done(self, rank: int, what: str) -> None:
+        out = pick(self._slots)
         self._wait(rank, what)        # nobody reads the slots any more: the next collective may reuse them
         self._slots[rank] = None
+        return out
 
     def allreduce(self, rank, x, op="sum", out=None, what="allreduce"):
         x = np.asarray(x)
         if self.size == 1:
             return np.array(x, copy=True) if out is None else _copy_into(out, x)
-        if out is None:
-            out = np.empty(x.shape, x.dtype)
-        slots = self._exchange(rank, (x.reshape(-1), out.reshape(-1)), what)
-        n = x.size
-        lo, hi = n * rank // self.size, n * (rank + 1) // self.size
-        if hi > lo:
-            chunk = reduce_list([s[0][lo:hi] for s in slots], op)
-            for _, o in slots:
-                o[lo:hi] = chunk
-        self._done(rank, what)
+        out = np.empty(x.shape, x.dtype) if out is None else out
+        lo, hi = x.size * rank // self.size, x.size * (rank + 1) // self.size
+
+        def reduce_chunk(slots):
+            if hi > lo:
+                chunk = reduce_list([s[0][lo:hi] for s in slots], op)
+                for _, o in slots:
+                    o[lo:hi] = chunk
+        self._gathered(rank, (x.reshape(-1), out.reshape(-1)), what, reduce_chunk)
         return out
 
     def allgather(self, rank, x, what="allgather"):
-        x = np.asarray(x)
-        slots = self._exchange(rank, x, what)
-        out = np.stack(slots)
-        self._done(rank, what)
-        return out
-
-    def reduce_scatter(self, rank, x, op="sum", what="reduce_scatter"):
-        slots = self._exchange(rank, np.asarray(x), what)
-        out = reduce_list([s[rank] for s in slots], op)
-        self._done(rank, what)
-        return out
-
-    def alltoall(self, rank, x, what="alltoall"):
-        slots = self._exchange(rank, np.asarray(x), what)
-        out = np.stack([s[rank] for s in slots])
-        self._done(rank, what)
-        return out
-
-    def permute(self, rank, x, perm, what="permute"):
-        x = np.asarray(x)
-        slots = self._exchange(rank, x, what)
-        src = {d: s for s, d in perm}.get(rank)
-        out = np.zeros_like(x) if src is None else np.array(slots[src], copy=True)
-        self._done(rank, what)
-        return out
+        return self._gathered(rank, np.asarray(x), what, np.stack)
 
     def broadcast(self, rank, x, root: int = 0, what="broadcast"):
         """Every member gets member ``root``'s ``x`` (the others may pass ``None``)."""
-        slots = self._exchange(rank, x, what)
-        out = slots[root] if rank == root else np.array(slots[root], copy=True)
-        self._done(rank, what)
-        return out
+        return self._gathered(rank, x, what, lambda xs: xs[root] if rank == root else np.array(xs[root]))
 
 
 __all__ = ["Communicator", "ThreadCommunicator", "CollectiveError", "CollectiveTimeoutError",
-           "CollectiveAbortedError", "reduce_list"]
+           "CollectiveAbortedError", "reduce_list", "resolve_timeout"]

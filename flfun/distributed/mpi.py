@@ -11,8 +11,7 @@ import time
 
 import numpy as np
 
-from flfun.distributed.communicator import (CollectiveAbortedError, CollectiveTimeoutError, Communicator,
-                                            ThreadCommunicator, reduce_list)
+from flfun.distributed.communicator import Communicator, ThreadCommunicator, _copy_into, reduce_list, resolve_timeout
 
 _ABORT_TAG = 77
 _NATIVE = frozenset("f4 f8 i4 i8 u4 u8".split())       # dtypes MPI reduces natively (others: gather + reduce)
@@ -29,13 +28,11 @@ class MPICommunicator(Communicator):
 
     def __init__(self, comm=None, timeout: float | None = None):
         from mpi4py import MPI
-        from flfun.distributed import get_timeout
         self.MPI = MPI
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self.ctrl = self.comm.Dup()                 # control messages (abort) never mix with data
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
-        self.timeout = get_timeout() if timeout is None else float(timeout)
-        self._reason: str | None = None
+        self.timeout, self._reason = resolve_timeout(timeout), None
         self._pending: list = []
         self.wait_time = 0.0                        # seconds spent waiting in collectives (for benchmarks)
 
@@ -48,8 +45,7 @@ class MPICommunicator(Communicator):
             self.ctrl.Recv([buf, MPI.BYTE], source=status.Get_source(), tag=_ABORT_TAG)
             self._reason = f"rank {status.Get_source()} failed: {buf.decode(errors='replace')}"
         if self._reason is not None:
-            raise CollectiveAbortedError(f"{what}: abandoned on rank {self.rank} of {self.size} because "
-                                         f"{self._reason}")
+            raise self._aborted(f"rank {self.rank}", what)
 
     def _wait(self, reqs, what: str) -> None:
         t0 = time.monotonic()
@@ -62,11 +58,7 @@ class MPICommunicator(Communicator):
                 self._check_abort(what)
                 waited = time.monotonic() - t0
                 if waited > self.timeout:
-                    self._reason = f"rank {self.rank} timed out in {what}"
-                    raise CollectiveTimeoutError(
-                        f"{what}: rank {self.rank} of {self.size} waited {waited:.1f} s (timeout "
-                        f"{self.timeout:g} s) for the other ranks; one of them died, hangs or did not call the "
-                        f"same collective (set FLFUN_COLLECTIVE_TIMEOUT or flfun.distributed.set_timeout)")
+                    raise self._timed_out(f"rank {self.rank}", what, waited)
                 if waited > 0.5:
                     time.sleep(0.001)        # a long wait: stop spinning on a core another rank may need
         self.wait_time += time.monotonic() - t0
@@ -86,12 +78,8 @@ class MPICommunicator(Communicator):
         if x.dtype.str[1:] not in _NATIVE:
             return reduce_list(list(self.allgather(rank, x, what)), op, out)
         res = np.empty(x.shape, x.dtype) if out is None or not out.flags.c_contiguous else out
-        mpi_op = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
-        self._wait([self.comm.Iallreduce(x, res, op=mpi_op)], what)
-        if out is not None and res is not out:
-            out[...] = res
-            return out
-        return res
+        self._wait([self.comm.Iallreduce(x, res, op=getattr(self.MPI, op.upper()))], what)
+        return res if out is None or res is out else _copy_into(out, res)
 
     def allgather(self, rank, x, what="allgather"):
         x = np.ascontiguousarray(x)
@@ -104,8 +92,7 @@ class MPICommunicator(Communicator):
         if x.dtype.str[1:] not in _NATIVE:
             return super().reduce_scatter(rank, x, op, what)
         out = np.empty(x.shape[1:], x.dtype)
-        mpi_op = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
-        self._wait([self.comm.Ireduce_scatter_block(x, out, op=mpi_op)], what)
+        self._wait([self.comm.Ireduce_scatter_block(x, out, op=getattr(self.MPI, op.upper()))], what)
         return out
 
     def alltoall(self, rank, x, what="alltoall"):
@@ -144,24 +131,19 @@ class HierarchicalCommunicator(Communicator):
         self.size = local.size * world.size
         self.timeout = world.timeout
 
-    def _l(self, rank: int) -> int:
-        return rank - self.world.rank * self.local.size
+    def _two_level(self, rank: int, x, what: str, op):
+        """``op(communicator, member, value)`` among this process's members, then (on the first) among the
+        processes; the result is broadcast to this process's members."""
+        lr = rank - self.world.rank * self.local.size
+        y = op(self.local, lr, x)
+        return self.local.broadcast(lr, op(self.world, 0, y) if lr == 0 else None, 0, what=what)
 
     def allreduce(self, rank, x, op="sum", out=None, what="allreduce"):
-        lr = self._l(rank)
-        y = self.local.allreduce(lr, x, op, what=what)
-        z = self.world.allreduce(0, y, op, what=what) if lr == 0 else None
-        z = self.local.broadcast(lr, z, 0, what=what)
-        if out is not None:
-            out[...] = z
-            return out
-        return z
+        z = self._two_level(rank, x, what, lambda c, r, v: c.allreduce(r, v, op, what=what))
+        return z if out is None else _copy_into(out, z)
 
     def allgather(self, rank, x, what="allgather"):
-        lr = self._l(rank)
-        y = self.local.allgather(lr, x, what)
-        z = self.world.allgather(0, y, what) if lr == 0 else None
-        z = self.local.broadcast(lr, z, 0, what=what)
+        z = self._two_level(rank, x, what, lambda c, r, v: c.allgather(r, v, what))
         return z.reshape((self.size,) + tuple(np.shape(x)))
 
     def abort(self, reason: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from flfun.distributed.communicator import CollectiveAbortedError, CollectiveTimeoutError, Communicator
+from flfun.distributed.communicator import CollectiveTimeoutError, Communicator, resolve_timeout
 
 
 def _nccl():
@@ -39,10 +39,8 @@ class NcclCommunicator(Communicator):
 
     def __init__(self, comms: list, device_ids: list[int], size: int, offset: int = 0,
                  timeout: float | None = None):
-        from flfun.distributed import get_timeout
         self.comms, self.device_ids, self.size, self.offset = comms, device_ids, size, offset
-        self.timeout = get_timeout() if timeout is None else float(timeout)
-        self._reason: str | None = None
+        self.timeout, self._reason = resolve_timeout(timeout), None
 
     @classmethod
     def for_devices(cls, device_ids: list[int], timeout: float | None = None) -> "NcclCommunicator":
@@ -65,7 +63,7 @@ class NcclCommunicator(Communicator):
     def _run(self, rank: int, what: str, launch):
         import cupy
         if self._reason is not None:
-            raise CollectiveAbortedError(f"{what}: abandoned on rank {rank} because {self._reason}")
+            raise self._aborted(f"rank {rank}", what)
         i = rank - self.offset
         with cupy.cuda.Device(self.device_ids[i]):
             stream = cupy.cuda.get_current_stream()
@@ -94,7 +92,7 @@ class NcclCommunicator(Communicator):
         nccl = _nccl()
         x = cupy.ascontiguousarray(x)
         out = cupy.empty_like(x) if out is None else out
-        nop = {"sum": nccl.NCCL_SUM, "max": nccl.NCCL_MAX, "min": nccl.NCCL_MIN}[op]
+        nop = getattr(nccl, "NCCL_" + op.upper())
         return self._run(rank, what, lambda c, s: (c.allReduce(x.data.ptr, out.data.ptr, x.size,
                                                                _dtype(nccl, x.dtype), nop, s), out)[1])
 
@@ -111,7 +109,7 @@ class NcclCommunicator(Communicator):
         nccl = _nccl()
         x = cupy.ascontiguousarray(x)
         out = cupy.empty(x.shape[1:], x.dtype)
-        nop = {"sum": nccl.NCCL_SUM, "max": nccl.NCCL_MAX, "min": nccl.NCCL_MIN}[op]
+        nop = getattr(nccl, "NCCL_" + op.upper())
         return self._run(rank, what, lambda c, s: (c.reduceScatter(x.data.ptr, out.data.ptr, out.size,
                                                                    _dtype(nccl, x.dtype), nop, s), out)[1])
 

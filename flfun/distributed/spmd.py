@@ -10,9 +10,11 @@ concurrent matrix products do not fight over the cores.
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Callable, Hashable, Sequence
 
 import numpy as np
@@ -47,6 +49,7 @@ class Mesh:
         self.outer = {g: firsts.index(int(np.unravel_index(g, self.shape)[0])) for g, _ in self.local}
         #: positions in ``local`` of the devices whose other coordinates are 0: they hand back the outputs
         self.heads = [i for i, (g, _) in enumerate(self.local) if not any(np.unravel_index(g, self.shape)[1:])]
+        self._ids = np.arange(len(self.devices)).reshape(self.shape)
         self._comms: dict = {}
         self._contexts: dict = {}
         self._lock = threading.Lock()
@@ -54,16 +57,9 @@ class Mesh:
     def __repr__(self):
         return f"Mesh({dict(zip(self.names, self.shape))}, {list(self.devices)})"
 
-    def _group(self, g: int, k: int) -> tuple[tuple, list[int]]:
-        coords = np.unravel_index(g, self.shape)
-        key = tuple(None if j == k else int(c) for j, c in enumerate(coords))
-        members = [int(np.ravel_multi_index(tuple(i if c is None else c for c in key), self.shape))
-                   for i in range(self.shape[k])]
-        return key, members
-
-    def _make_comm(self, members: list[int]) -> Communicator:
-        devs = [self.devices[m] for m in members]
+    def _make_comm(self, members: tuple) -> Communicator:
         from flfun.devices import process_index
+        devs = [self.devices[m] for m in members]
         if all(d.process_index == process_index() for d in devs):
             if devs[0].platform == "gpu":           # NCCL; one GPU makes a one-rank clique
                 from flfun.distributed.nccl import NcclCommunicator
@@ -80,12 +76,11 @@ class Mesh:
         coords = np.unravel_index(g, self.shape)
         ctx = self._contexts[g] = {}
         with self._lock:
-            for k, name in enumerate(self.names):
-                key, members = self._group(g, k)
-                comm = self._comms.get((k, key))
-                if comm is None:
-                    comm = self._comms[(k, key)] = self._make_comm(members)
-                ctx[name] = (comm, int(coords[k]))
+            for k, name in enumerate(self.names):     # the members of axis k: g's coordinates but the k-th
+                members = tuple(int(m) for m in self._ids[coords[:k] + (slice(None),) + coords[k + 1:]])
+                if (k, members) not in self._comms:
+                    self._comms[(k, members)] = self._make_comm(members)
+                ctx[name] = (self._comms[(k, members)], int(coords[k]))
         return ctx
 
     def abort(self, reason: str) -> None:
@@ -97,35 +92,26 @@ class Mesh:
             c.reset()
 
 
-_blas_libs: list | None = None
-
-
+@functools.cache
 def _blas() -> list:
-    global _blas_libs
-    if _blas_libs is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-            _blas_libs = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
-        except Exception:      # threadpoolctl missing or unable to inspect: leave BLAS alone
-            _blas_libs = []
-    return _blas_libs
+    try:
+        from threadpoolctl import ThreadpoolController
+        return [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
+    except Exception:      # threadpoolctl missing or unable to inspect: leave BLAS alone
+        return []
 
 
-class _blas_threads:
+@contextmanager
+def _blas_threads(n: int):
     """Limit BLAS to ``n`` threads inside the block (restored after)."""
-
-    def __init__(self, n: int):
-        self.n, self.saved = n, []
-
-    def __enter__(self):
-        libs = _blas()
-        self.saved = [(lib, lib.num_threads) for lib in libs]
-        for lib, k in self.saved:
-            if k > self.n:
-                lib.set_num_threads(self.n)
-
-    def __exit__(self, *exc):
-        for lib, k in self.saved:
+    saved = [(lib, lib.num_threads) for lib in _blas()]
+    for lib, k in saved:
+        if k > n:
+            lib.set_num_threads(n)
+    try:
+        yield
+    finally:
+        for lib, k in saved:
             lib.set_num_threads(k)
 
 
