@@ -1,7 +1,8 @@
 """W5: CNN training step (conv 1->32 -> conv 32->64 -> 2x2 avg pool -> dense 9216->10, batch 64, SGD).
 
-flfun runs the reference model ``models.cnn.CNN`` (W5's configuration) jitted; peers are the hand-written numpy
-im2col step (the baseline), PyTorch eager and JAX jit. Run: ``python -m benchmarks.w5_cnn``.
+flfun runs the reference model ``models.cnn.CNN`` (W5's configuration, channels-last with Wd's rows permuted, as
+WORKLOADS.md allows) jitted; peers are the hand-written numpy im2col step (the baseline, also NHWC), PyTorch eager
+and JAX jit. Run: ``python -m benchmarks.w5_cnn``.
 """
 from __future__ import annotations
 
@@ -106,13 +107,19 @@ def run_numpy():
 
 
 # --------------------------------------------------------------------------------------------------- flfun
-def flfun_model(params):
-    """``models.cnn.CNN`` in W5's configuration, holding W5's initial weights."""
+def flfun_model(params, channels_last: bool = True):
+    """``models.cnn.CNN`` in W5's configuration, holding W5's initial weights. Channels-last (as the floor) by
+    default: the kernels become HWIO and Wd's rows are permuted from NCHW to NHWC flattening order."""
     import flfun.numpy as fnp
     import flfun.random as fr
     from models.cnn import CNN
-    k1, c1, k2, c2, wd, bd = (fnp.asarray(p) for p in params)
-    net = CNN(key=fr.key(0), image_size=28, channels=(32, 64), padding="VALID", pool="avg")
+    k1, c1, k2, c2, wd, bd = params
+    if channels_last:
+        k1, k2 = k1.transpose(2, 3, 1, 0), k2.transpose(2, 3, 1, 0)
+        wd = wd.reshape(64, 12, 12, 10).transpose(1, 2, 0, 3).reshape(9216, 10)
+    k1, c1, k2, c2, wd, bd = (fnp.asarray(np.ascontiguousarray(p)) for p in (k1, c1, k2, c2, wd, bd))
+    net = CNN(key=fr.key(0), image_size=28, channels=(32, 64), padding="VALID", pool="avg",
+              channels_last=channels_last)
     return net.replace(conv1=net.conv1.replace(weight=k1, bias=c1), conv2=net.conv2.replace(weight=k2, bias=c2),
                        dense=net.dense.replace(weight=wd, bias=bd))
 

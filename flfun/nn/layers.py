@@ -3,7 +3,8 @@ MLP, Sequential.
 
 Each layer is a ``Module`` (an immutable dataclass whose leaves are its arrays), built with an explicit PRNG
 ``key`` and applied by calling it. Layers accept any number of leading batch dims (convolutions: ``(N, C, ...)``
-or one unbatched ``(C, ...)`` example); dense weights are ``(in, out)`` and conv weights ``(O, I, *k)``.
+or one unbatched ``(C, ...)`` example); dense weights are ``(in, out)`` and conv weights ``(O, I, *k)``
+(``(*k, I, O)`` for channels-last convolutions).
 """
 from __future__ import annotations
 
@@ -96,43 +97,51 @@ class _Conv(Module):
     padding: Any = static_field()
     dilation: tuple = static_field()
     groups: int = static_field()
+    channels_last: bool = static_field()
 
     num_spatial = 2
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding="VALID",
-                 dilation=1, groups: int = 1, *, key, use_bias: bool = True, dtype=np.float32):
+                 dilation=1, groups: int = 1, *, key, use_bias: bool = True, dtype=np.float32,
+                 channels_last: bool = False):
         name, n = type(self).__name__, self.num_spatial
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"{name}: groups={groups} must divide in_channels={in_channels} and "
                              f"out_channels={out_channels}")
         k = _tuple(kernel_size, n, "kernel_size", name)
         wkey, bkey = split_key(key)
-        shape = (out_channels, in_channels // groups, *k)
-        self.weight = init.torch_default(in_axis=1, out_axis=0)(wkey, shape, dtype)
-        fan_in = (in_channels // groups) * int(np.prod(k))
+        ci = in_channels // groups
+        shape = (*k, ci, out_channels) if channels_last else (out_channels, ci, *k)
+        self.weight = init.torch_default(*((-2, -1) if channels_last else (1, 0)))(wkey, shape, dtype)
+        fan_in = ci * int(np.prod(k))
         self.bias = _bias_init(bkey, fan_in, (out_channels,), dtype) if use_bias else None
         self.stride = _tuple(stride, n, "stride", name)
         self.padding = _padding(padding, n, name)
         self.dilation = _tuple(dilation, n, "dilation", name)
         self.groups = int(groups)
+        self.channels_last = bool(channels_last)
 
     def __call__(self, x) -> Array:
-        n = self.num_spatial
-        if x.ndim not in (n + 1, n + 2) or x.shape[-n - 1] != self.weight.shape[1] * self.groups:
-            raise ValueError(f"{type(self).__name__}: expected input (N, {self.weight.shape[1] * self.groups}, "
-                             f"{'spatial, ' * n}...) or one unbatched example, got shape {tuple(x.shape)}")
+        n, last = self.num_spatial, self.channels_last
+        c = self.weight.shape[-2 if last else 1] * self.groups
+        if x.ndim not in (n + 1, n + 2) or x.shape[-1 if last else -n - 1] != c:
+            shape = f"N, {'spatial, ' * n}{c}" if last else f"N, {c}, {'spatial, ' * n}..."
+            raise ValueError(f"{type(self).__name__}: expected input ({shape}) or one unbatched example, got "
+                             f"shape {tuple(x.shape)}")
         unbatched = x.ndim == n + 1
         if unbatched:
             x = lax.reshape(x, (1, *x.shape))
+        dn = ("N...C", "...IO", "N...C") if last else None
         y = lax.conv_general_dilated(x, self.weight, self.stride, self.padding, rhs_dilation=self.dilation,
-                                 feature_group_count=self.groups)
+                                     dimension_numbers=dn, feature_group_count=self.groups)
         if self.bias is not None:
-            y = y + lax.reshape(self.bias, (self.bias.shape[0],) + (1,) * n)
+            y = y + (self.bias if last else lax.reshape(self.bias, (self.bias.shape[0],) + (1,) * n))
         return lax.reshape(y, y.shape[1:]) if unbatched else y
 
 
 class Conv1d(_Conv):
-    """1-d convolution (cross-correlation) on ``(N, C, W)``; weight ``(O, C // groups, k)``.
+    """1-d convolution (cross-correlation) on ``(N, C, W)``; weight ``(O, C // groups, k)`` (with
+    ``channels_last=True``: ``(N, W, C)`` and ``(k, C // groups, O)``).
 
     Example::
 
@@ -144,55 +153,62 @@ class Conv1d(_Conv):
 
 class Conv2d(_Conv):
     """2-d convolution (cross-correlation, as ``torch.nn.Conv2d``) on ``(N, C, H, W)``; weight
-    ``(O, C // groups, kH, kW)``.
+    ``(O, C // groups, kH, kW)``. With ``channels_last=True`` the input and output are ``(N, H, W, C)`` and the
+    weight ``(kH, kW, C // groups, O)`` (lax's NHWC/HWIO), which the CPU backend runs without layout copies.
 
     Example::
 
         >>> Conv2d(1, 32, 3, key=key)(fnp.ones((64, 1, 28, 28))).shape
         (64, 32, 26, 26)
+        >>> Conv2d(1, 32, 3, key=key, channels_last=True)(fnp.ones((64, 28, 28, 1))).shape
+        (64, 26, 26, 32)
     """
     num_spatial = 2
 
 
-def _pool(x, window, reducer, name: str):
-    n = len(window)
-    if x.ndim < n:
-        raise ValueError(f"{name}: input of shape {tuple(x.shape)} has fewer than {n} dims")
-    lead, spatial = tuple(x.shape[:-n]), tuple(x.shape[-n:])
+def _pool(x, window, reducer, name: str, channels_last: bool):
+    n, c = len(window), int(bool(channels_last))
+    if x.ndim < n + c:
+        raise ValueError(f"{name}: input of shape {tuple(x.shape)} has fewer than {n + c} dims")
+    k = x.ndim - n - c
+    lead, spatial, tail = tuple(x.shape[:k]), tuple(x.shape[k:k + n]), tuple(x.shape[k + n:])
     out = tuple(s // w for s, w in zip(spatial, window))
     if any(o == 0 for o in out):
         raise ValueError(f"{name}: window {window} is larger than the input's spatial shape {spatial}")
     crop = tuple(o * w for o, w in zip(out, window))
     if crop != spatial:
-        x = lax.slice(x, (0,) * x.ndim, lead + crop)
-    split = lead + tuple(d for o, w in zip(out, window) for d in (o, w))
-    axes = tuple(len(lead) + 2 * i + 1 for i in range(n))
+        x = lax.slice(x, (0,) * x.ndim, lead + crop + tail)
+    split = lead + tuple(d for o, w in zip(out, window) for d in (o, w)) + tail
+    axes = tuple(k + 2 * i + 1 for i in range(n))
     return reducer(lax.reshape(x, split), axes)
 
 
-def avg_pool(x, window: Sequence[int]) -> Array:
-    """Average pooling over the last ``len(window)`` dims with stride equal to the window (a remainder is
-    dropped, like torch's floor mode).
+def avg_pool(x, window: Sequence[int], channels_last: bool = False) -> Array:
+    """Average pooling over the last ``len(window)`` dims (the ones before the last with ``channels_last``)
+    with stride equal to the window (a remainder is dropped, like torch's floor mode).
 
     Example::
 
         >>> avg_pool(fnp.ones((64, 64, 24, 24)), (2, 2)).shape
         (64, 64, 12, 12)
+        >>> avg_pool(fnp.ones((64, 24, 24, 64)), (2, 2), channels_last=True).shape
+        (64, 12, 12, 64)
     """
     window = tuple(int(w) for w in window)
     size = float(np.prod(window))
-    return _pool(x, window, lambda v, axes: lax.reduce_sum(v, axes) / size, "avg_pool")
+    return _pool(x, window, lambda v, axes: lax.reduce_sum(v, axes) / size, "avg_pool", channels_last)
 
 
-def max_pool(x, window: Sequence[int]) -> Array:
-    """Max pooling over the last ``len(window)`` dims with stride equal to the window.
+def max_pool(x, window: Sequence[int], channels_last: bool = False) -> Array:
+    """Max pooling over the last ``len(window)`` dims (the ones before the last with ``channels_last``) with
+    stride equal to the window.
 
     Example::
 
         >>> max_pool(fnp.ones((1, 3, 8, 8)), (2, 2)).shape
         (1, 3, 4, 4)
     """
-    return _pool(x, tuple(int(w) for w in window), lax.reduce_max, "max_pool")
+    return _pool(x, tuple(int(w) for w in window), lax.reduce_max, "max_pool", channels_last)
 
 
 class AvgPool2d(Module):
