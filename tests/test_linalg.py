@@ -437,3 +437,27 @@ def test_channels_last_conv_paths(pads):
     out = lax.conv_general_dilated(fnp.asarray(x), fnp.asarray(w), (1, 2), pads, dimension_numbers=dn)
     _close(out, conv_ref(x, w, (1, 2), pads, (1, 1), (1, 1), dn, 1, 1))
     check_grads(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), pads, dimension_numbers=dn), (x, w), order=1)
+
+
+@pytest.mark.parametrize("force", [True, False])
+def test_channels_last_scatter_and_kernel_gradient_layouts(monkeypatch, force):
+    import flfun.backends.xp.linalg as impl
+    monkeypatch.setattr(impl, "_scatter_is_cheaper", lambda *a: force)
+    x, w = np.ascontiguousarray(_rand((3, 4, 6, 5)).transpose(0, 2, 3, 1)), _rand((3, 2, 4, 2))   # NHWC, HWIO
+    dn = ("NHWC", "HWIO", "NHWC")
+    for pads in [((0, 0), (0, 0)), ((2, 1), (1, 1)), ((-1, 2), (0, -1))]:
+        for rd in [(1, 1), (2, 1)]:
+            out = lax.conv_general_dilated(fnp.asarray(x), fnp.asarray(w), (1, 1), pads, rhs_dilation=rd,
+                                           dimension_numbers=dn)
+            _close(out, conv_ref(x, w, (1, 1), pads, (1, 1), rd, dn, 1, 1), atol=1e-9)
+    # the kernel gradient contracts over (batch, space) with the channels as the unit-stride "batch" role
+    check_grads(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), ((1, 0), (2, 1)), dimension_numbers=dn),
+                (x, w), order=1)
+    conv = primitives.get("conv_general_dilated").impls["numpy"]
+    ct = _rand((3, 4, 4, 2))                                           # NHWC cotangent of a VALID conv
+    spec = lax.conv_dimension_numbers(4, ("CHWN", "IHWO", "HWNC"))     # the kernel gradient's dimension numbers
+    params = {"window_strides": (1, 1), "padding": ((0, 0), (0, 0)), "lhs_dilation": (1, 1),
+              "rhs_dilation": (1, 1), "dimension_numbers": spec, "feature_group_count": 1, "batch_group_count": 1}
+    out = np.empty((3, 2, 4, 2))
+    assert conv(x, ct, out=out, **params) is out
+    _close(out, [[np.einsum("nhwc,nhwo->co", x[:, i:i + 4, j:j + 4], ct) for j in range(2)] for i in range(3)])

@@ -100,8 +100,18 @@ def test_cnn_is_w5_network():
     from benchmarks.w5_cnn import CHECK, flfun_model
     from benchmarks.w5_cnn import data as w5_data
     params, x, y = w5_data()
-    loss = cnn.loss_fn(flfun_model(params), fnp.asarray(x), fnp.asarray(y))
-    assert float(loss) == pytest.approx(CHECK[0], rel=2e-5)
+    x, y = fnp.asarray(x[:8]), fnp.asarray(y[:8])
+    nhwc, nchw = flfun_model(params), flfun_model(params, channels_last=False)
+    assert nhwc.channels_last and nhwc.conv2.weight.shape == (3, 3, 32, 64)
+    assert float(cnn.loss_fn(nhwc, x, y)) == pytest.approx(float(cnn.loss_fn(nchw, x, y)), rel=1e-5)
+    g1, g2 = (flfun.jit(flfun.grad(cnn.loss_fn))(m, x, y) for m in (nhwc, nchw))
+    np.testing.assert_allclose(np.asarray(g1.conv2.weight), np.asarray(g2.conv2.weight).transpose(2, 3, 1, 0),
+                               rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(g1.dense.weight).reshape(12, 12, 64, 10),
+                               np.asarray(g2.dense.weight).reshape(64, 12, 12, 10).transpose(1, 2, 0, 3),
+                               rtol=1e-4, atol=1e-6)
+    params, x, y = w5_data()
+    assert float(cnn.loss_fn(nhwc, fnp.asarray(x), fnp.asarray(y))) == pytest.approx(CHECK[0], rel=2e-5)
 
 
 def run_cli(args):

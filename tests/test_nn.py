@@ -102,6 +102,44 @@ def test_conv_grads_and_conv1d():
     grads_ok(c1, lambda m, x: m(x), x[:1])
 
 
+@pytest.mark.parametrize("cfg", [{"padding": "VALID"}, {"stride": 2, "padding": "SAME"},
+                                 {"padding": 1, "dilation": 2, "groups": 2}])
+def test_channels_last_conv2d_matches_nchw_and_reference(cfg):
+    cl = nn.Conv2d(4, 6, (3, 2), key=K, channels_last=True, **cfg)
+    assert cl.weight.shape == (3, 2, 4 // cl.groups, 6)
+    cf = cl.replace(weight=fnp.asarray(np.asarray(cl.weight).transpose(3, 2, 0, 1)), channels_last=False)
+    x = RNG.standard_normal((2, 7, 6, 4)).astype(np.float32)                      # NHWC
+    y = np.asarray(cl(fnp.asarray(x)))
+    nchw = np.asarray(cf(fnp.asarray(x.transpose(0, 3, 1, 2))))
+    np.testing.assert_allclose(y, nchw.transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-5)
+    if cfg["padding"] != "SAME":
+        pad = ((0, 0),) * 2 if cfg["padding"] == "VALID" else ((1, 1),) * 2
+        ref = conv_ref(x.transpose(0, 3, 1, 2), np.asarray(cf.weight), np.asarray(cl.bias), cl.stride, pad,
+                       cl.dilation, cl.groups)
+        np.testing.assert_allclose(y, ref.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
+    assert np.asarray(cl(fnp.asarray(x[0]))).shape == y.shape[1:]
+    grads_ok(cl, lambda m, v: m(v), x[:1, :5, :4])
+    with pytest.raises(ValueError, match=r"Conv2d: expected input \(N, spatial, spatial, 4\)"):
+        cl(fnp.ones((1, 4, 5, 5)))
+
+
+def test_channels_last_conv1d_and_pooling():
+    c1 = nn.Conv1d(3, 4, 3, stride=2, padding=1, key=K, channels_last=True)
+    x = RNG.standard_normal((2, 9, 3)).astype(np.float32)
+    ref = conv_ref(x.transpose(0, 2, 1), np.asarray(c1.weight).transpose(2, 1, 0), np.asarray(c1.bias), (2,),
+                   [(1, 1)], (1,), 1)
+    np.testing.assert_allclose(np.asarray(c1(fnp.asarray(x))), ref.transpose(0, 2, 1), rtol=1e-4, atol=1e-5)
+    v = RNG.standard_normal((2, 5, 4, 3)).astype(np.float32)                      # NHWC
+    crop = v[:, :4, :4].reshape(2, 2, 2, 2, 2, 3)
+    np.testing.assert_allclose(np.asarray(nn.avg_pool(fnp.asarray(v), (2, 2), channels_last=True)),
+                               crop.mean((2, 4)), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(nn.max_pool(fnp.asarray(v), (2, 2), channels_last=True)),
+                               crop.max((2, 4)), rtol=1e-6)
+    check_grads(lambda a: nn.avg_pool(a, (2, 2), channels_last=True), [v.astype(np.float64)], order=1)
+    with pytest.raises(ValueError, match="max_pool: input of shape \\(3, 3\\) has fewer than 3 dims"):
+        nn.max_pool(fnp.ones((3, 3)), (2, 2), channels_last=True)
+
+
 def test_pooling():
     x = RNG.standard_normal((2, 3, 5, 4)).astype(np.float32)
     crop = x[:, :, :4, :4].reshape(2, 3, 2, 2, 2, 2)
