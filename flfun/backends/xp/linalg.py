@@ -1,11 +1,12 @@
 """dot_general and conv_general_dilated impls against an array module ``xp``.
 
 dot_general becomes one (batched) ``xp.matmul`` on transposed views, reshaped without copies where the strides
-allow, so 2-D and batched matmuls go straight to BLAS. conv_general_dilated is im2col: one strided window view
-of the (dilated, padded) input, one copy into a column matrix, one batched matmul. Both accept ``out=`` (any
-C-contiguous array of the result's shape and dtype); it is written directly by the matmul when the layout
-allows (always for dot_general; for convolutions whose output spec is ``NC...`` with batch_group_count 1),
-otherwise the result is copied into it.
+allow, so 2-D and batched matmuls go straight to BLAS. conv_general_dilated is im2col (one strided window view
+of the (dilated, padded) input, one copy into a column matrix ordered for the data's layout, one batched matmul)
+or, where a cost model says so, one GEMM per kernel offset added shifted into the result. Both accept ``out=``
+(any C-contiguous array of the result's shape and dtype); it is written directly by the matmul when the layout
+allows (always for dot_general; for convolutions whose GEMM result is the output's layout, e.g. NCHW or NHWC
+outputs from data of that layout, or the HWIO kernel gradient of NHWC data), otherwise the result is copied.
 """
 from __future__ import annotations
 
