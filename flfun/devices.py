@@ -42,11 +42,8 @@ def devices(backend: str | None = None) -> list[Device]:
         True
     """
     from flfun.distributed import world
-    w = world()
     local = local_devices(backend)
-    if w is None or local[0] not in w.devices:
-        return local
-    return list(w.devices)
+    return local if world() is None or local[0] not in world().devices else list(world().devices)
 
 
 def device_count(backend: str | None = None) -> int:
@@ -62,15 +59,13 @@ def local_device_count(backend: str | None = None) -> int:
 def process_index() -> int:
     """This process's rank among the processes joined by ``flfun.distributed.initialize()`` (0 if alone)."""
     from flfun.distributed import world
-    w = world()
-    return 0 if w is None else w.rank
+    return 0 if world() is None else world().rank
 
 
 def process_count() -> int:
     """Number of processes joined by ``flfun.distributed.initialize()`` (1 if alone)."""
     from flfun.distributed import world
-    w = world()
-    return 1 if w is None else w.size
+    return 1 if world() is None else world().size
 
 
 def set_cpu_device_count(n: int) -> list[Device]:
@@ -98,14 +93,6 @@ def set_cpu_device_count(n: int) -> list[Device]:
     del devs[n:]
     config.cpu_devices = n
     return list(devs)
-
-
-def _check_local(device: Device, op: str) -> None:
-    if not isinstance(device, Device):
-        raise ValueError(f"{op}: device must be a flfun Device (see flfun.devices()), got {device!r:.60}")
-    if device.process_index != process_index():
-        raise ValueError(f"{op}: device {device} belongs to process {device.process_index}, not this one "
-                         f"({process_index()}); each process can only place arrays on its local devices")
 
 
 def _put_leaf(x, device: Device) -> Any:
@@ -136,7 +123,11 @@ def device_put(x: Any, device: Device | None = None) -> Any:
     from flfun.core import default_device
     from flfun.tree import tree_map
     device = default_device() if device is None else device
-    _check_local(device, "device_put")
+    if not isinstance(device, Device):
+        raise ValueError(f"device_put: device must be a flfun Device (see flfun.devices()), got {device!r:.60}")
+    if device.process_index != process_index():
+        raise ValueError(f"device_put: device {device} belongs to process {device.process_index}, not this one "
+                         f"({process_index()}); each process can only place arrays on its local devices")
     return tree_map(lambda a: _put_leaf(a, device), x)
 
 
@@ -159,13 +150,8 @@ def device_put_sharded(shards: Sequence, devices: Sequence[Device]) -> Any:
     flat = [tree_flatten(s) for s in shards]
     if any(td != flat[0][1] for _, td in flat):
         raise ValueError("device_put_sharded: the shards have different pytree structures")
-    out = []
-    for leaves in zip(*[lv for lv, _ in flat]):
-        placed = [device_put(leaf, d) for leaf, d in zip(leaves, devices)]
-        if len({(p.shape, p.dtype) for p in placed}) != 1:
-            raise ValueError(f"device_put_sharded: shards must share shape and dtype, got "
-                             f"{[p.aval_str() for p in placed]}")
-        out.append(ShardedArray(placed, 0))
+    out = [ShardedArray([device_put(leaf, d) for leaf, d in zip(leaves, devices)], 0)    # (checks shapes, dtypes)
+           for leaves in zip(*[lv for lv, _ in flat])]
     return tree_unflatten(flat[0][1], out)
 
 

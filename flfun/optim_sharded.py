@@ -16,6 +16,7 @@ from flfun import numpy as fnp
 from flfun.primitives.collective import all_gather, axis_index, axis_size, psum, psum_scatter
 from flfun.primitives.shape import dynamic_slice
 from flfun.tree import tree_leaves, tree_structure, tree_unflatten
+from flfun.util import prod
 
 
 class ShardedState(NamedTuple):
@@ -37,10 +38,8 @@ def _flat(tree, layout, n: int) -> tuple:
     out = []
     for dtype, idx in layout:
         parts = [fnp.reshape(leaves[i], (-1,)) for i in idx]
-        total = sum(int(np.prod(leaves[i].shape)) for i in idx)
-        pad = -total % n
-        if pad:
-            parts.append(fnp.zeros((pad,), dtype=dtype))
+        pad = -sum(prod(leaves[i].shape) for i in idx) % n
+        parts += [fnp.zeros((pad,), dtype=dtype)] if pad else []
         out.append(fnp.concatenate(parts) if len(parts) > 1 else parts[0])
     return tuple(out)
 
@@ -51,9 +50,8 @@ def _unflat(flats: tuple, layout, like) -> Any:
     for flat, (_, idx) in zip(flats, layout):
         start = 0
         for i in idx:
-            size = int(np.prod(leaves[i].shape))
-            out[i] = fnp.reshape(flat[start:start + size], leaves[i].shape)
-            start += size
+            out[i] = fnp.reshape(flat[start:start + prod(leaves[i].shape)], leaves[i].shape)
+            start += prod(leaves[i].shape)
     return tree_unflatten(tree_structure(like), out)
 
 

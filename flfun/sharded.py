@@ -32,8 +32,7 @@ class ShardedArray(Array):
             raise ValueError("ShardedArray: shards must not be empty")
         s0 = shards[0]
         if any(s.shape != s0.shape or s.dtype != s0.dtype for s in shards):
-            raise ValueError(f"ShardedArray: shards must share shape and dtype, got "
-                             f"{[s.aval_str() for s in shards]}")
+            raise ValueError(f"ShardedArray: shards must share shape and dtype, got {[s.aval_str() for s in shards]}")
         if not 0 <= axis <= len(s0.shape):
             raise ValueError(f"ShardedArray: axis {axis} is out of range for shards of rank {len(s0.shape)}")
         self.shards, self.axis, self._host = shards, axis, None

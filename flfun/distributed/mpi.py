@@ -34,7 +34,6 @@ class MPICommunicator(Communicator):
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         self.timeout, self._reason = resolve_timeout(timeout), None
         self._pending: list = []
-        self.wait_time = 0.0                        # seconds spent waiting in collectives (for benchmarks)
 
     # --- waiting with a timeout and abort notices
     def _check_abort(self, what: str) -> None:
@@ -47,12 +46,11 @@ class MPICommunicator(Communicator):
         if self._reason is not None:
             raise self._aborted(f"rank {self.rank}", what)
 
-    def _wait(self, reqs, what: str) -> None:
-        t0 = time.monotonic()
-        MPI = self.MPI
+    def _wait(self, reqs, what: str, out=None):
+        """Wait for the requests ``reqs`` (polling for aborts and the timeout); returns ``out``."""
+        t0, spins = time.monotonic(), 0
         self._check_abort(what)
-        spins = 0
-        while not MPI.Request.Testall(reqs):
+        while not self.MPI.Request.Testall(reqs):
             spins += 1
             if spins & 1023 == 0:
                 self._check_abort(what)
@@ -61,16 +59,14 @@ class MPICommunicator(Communicator):
                     raise self._timed_out(f"rank {self.rank}", what, waited)
                 if waited > 0.5:
                     time.sleep(0.001)        # a long wait: stop spinning on a core another rank may need
-        self.wait_time += time.monotonic() - t0
+        return out
 
     def abort(self, reason: str) -> None:
-        if self._reason is not None:
-            return
-        self._reason = reason
-        msg = bytearray(f"{reason}"[:2000].encode())
-        for r in range(self.size):
-            if r != self.rank:
-                self._pending.append(self.ctrl.Isend([msg, self.MPI.BYTE], dest=r, tag=_ABORT_TAG))
+        if self._reason is None:
+            self._reason = reason
+            msg = bytearray(str(reason)[:2000].encode())
+            self._pending += [self.ctrl.Isend([msg, self.MPI.BYTE], dest=r, tag=_ABORT_TAG) for r in range(self.size)
+                              if r != self.rank]
 
     # --- collectives
     def allreduce(self, rank, x, op="sum", out=None, what="allreduce"):
@@ -84,30 +80,26 @@ class MPICommunicator(Communicator):
     def allgather(self, rank, x, what="allgather"):
         x = np.ascontiguousarray(x)
         out = np.empty((self.size,) + x.shape, x.dtype)
-        self._wait([self.comm.Iallgather(_bytes(x), _bytes(out))], what)
-        return out
+        return self._wait([self.comm.Iallgather(_bytes(x), _bytes(out))], what, out)
 
     def reduce_scatter(self, rank, x, op="sum", what="reduce_scatter"):
         x = np.ascontiguousarray(x)
         if x.dtype.str[1:] not in _NATIVE:
             return super().reduce_scatter(rank, x, op, what)
         out = np.empty(x.shape[1:], x.dtype)
-        self._wait([self.comm.Ireduce_scatter_block(x, out, op=getattr(self.MPI, op.upper()))], what)
-        return out
+        return self._wait([self.comm.Ireduce_scatter_block(x, out, op=getattr(self.MPI, op.upper()))], what, out)
 
     def alltoall(self, rank, x, what="alltoall"):
         x = np.ascontiguousarray(x)
         out = np.empty_like(x)
-        self._wait([self.comm.Ialltoall(_bytes(x), _bytes(out))], what)
-        return out
+        return self._wait([self.comm.Ialltoall(_bytes(x), _bytes(out))], what, out)
 
     def permute(self, rank, x, perm, what="permute"):
         x = np.ascontiguousarray(x)
         out = np.zeros_like(x)
         reqs = [self.comm.Isend(_bytes(x), dest=d, tag=11) for s, d in perm if s == self.rank]
         reqs += [self.comm.Irecv(_bytes(out), source=s, tag=11) for s, d in perm if d == self.rank]
-        self._wait(reqs, what)
-        return out
+        return self._wait(reqs, what, out)
 
 
 def _bytes(a: np.ndarray):

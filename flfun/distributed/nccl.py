@@ -37,8 +37,7 @@ class NcclCommunicator(Communicator):
         y = comm.allreduce(0, cupy.ones(4, cupy.float32))
     """
 
-    def __init__(self, comms: list, device_ids: list[int], size: int, offset: int = 0,
-                 timeout: float | None = None):
+    def __init__(self, comms: list, device_ids: list[int], size: int, offset: int = 0, timeout: float | None = None):
         self.comms, self.device_ids, self.size, self.offset = comms, device_ids, size, offset
         self.timeout, self._reason = resolve_timeout(timeout), None
 
@@ -60,14 +59,15 @@ class NcclCommunicator(Communicator):
             comm = nccl.NcclCommunicator(mpi_comm.Get_size(), uid, mpi_comm.Get_rank())
         return cls([comm], [device_id], mpi_comm.Get_size(), mpi_comm.Get_rank(), timeout)
 
-    def _run(self, rank: int, what: str, launch):
+    def _run(self, rank: int, what: str, launch, out):
+        """``launch(NCCL communicator, stream pointer)`` on this rank's GPU, waited for; returns ``out``."""
         import cupy
         if self._reason is not None:
             raise self._aborted(f"rank {rank}", what)
         i = rank - self.offset
         with cupy.cuda.Device(self.device_ids[i]):
             stream = cupy.cuda.get_current_stream()
-            out = launch(self.comms[i], stream.ptr)
+            launch(self.comms[i], stream.ptr)
             event = stream.record()
             t0 = time.monotonic()
             while not event.done:
@@ -89,59 +89,49 @@ class NcclCommunicator(Communicator):
 
     def allreduce(self, rank, x, op="sum", out=None, what="allreduce"):
         import cupy
-        nccl = _nccl()
-        x = cupy.ascontiguousarray(x)
+        nccl, x = _nccl(), cupy.ascontiguousarray(x)
         out = cupy.empty_like(x) if out is None else out
-        nop = getattr(nccl, "NCCL_" + op.upper())
-        return self._run(rank, what, lambda c, s: (c.allReduce(x.data.ptr, out.data.ptr, x.size,
-                                                               _dtype(nccl, x.dtype), nop, s), out)[1])
+        return self._run(rank, what, lambda c, s: c.allReduce(x.data.ptr, out.data.ptr, x.size, _dtype(nccl, x.dtype),
+                                                              getattr(nccl, "NCCL_" + op.upper()), s), out)
 
     def allgather(self, rank, x, what="allgather"):
         import cupy
-        nccl = _nccl()
-        x = cupy.ascontiguousarray(x)
+        nccl, x = _nccl(), cupy.ascontiguousarray(x)
         out = cupy.empty((self.size,) + x.shape, x.dtype)
-        return self._run(rank, what, lambda c, s: (c.allGather(x.data.ptr, out.data.ptr, x.nbytes,
-                                                               nccl.NCCL_UINT8, s), out)[1])
+        return self._run(rank, what, lambda c, s: c.allGather(x.data.ptr, out.data.ptr, x.nbytes, nccl.NCCL_UINT8, s),
+                         out)
 
     def reduce_scatter(self, rank, x, op="sum", what="reduce_scatter"):
         import cupy
-        nccl = _nccl()
-        x = cupy.ascontiguousarray(x)
+        nccl, x = _nccl(), cupy.ascontiguousarray(x)
         out = cupy.empty(x.shape[1:], x.dtype)
-        nop = getattr(nccl, "NCCL_" + op.upper())
-        return self._run(rank, what, lambda c, s: (c.reduceScatter(x.data.ptr, out.data.ptr, out.size,
-                                                                   _dtype(nccl, x.dtype), nop, s), out)[1])
+        return self._run(rank, what, lambda c, s: c.reduceScatter(x.data.ptr, out.data.ptr, out.size, _dtype(
+            nccl, x.dtype), getattr(nccl, "NCCL_" + op.upper()), s), out)
 
-    def _sendrecv(self, rank, x, pairs, what):
-        """Grouped point-to-point: ``pairs`` lists (send row / buffer, peer) and (recv row / buffer, peer)."""
+    def _sendrecv(self, rank, pairs, what, out):
+        """Grouped point-to-point: ``pairs`` lists ("send" or "recv", buffer, peer); returns ``out``."""
         nccl = _nccl()
 
         def launch(c, s):
             nccl.groupStart()
             for kind, buf, peer in pairs:
-                if kind == "send":
-                    c.send(buf.data.ptr, buf.nbytes, nccl.NCCL_UINT8, peer, s)
-                else:
-                    c.recv(buf.data.ptr, buf.nbytes, nccl.NCCL_UINT8, peer, s)
+                getattr(c, kind)(buf.data.ptr, buf.nbytes, nccl.NCCL_UINT8, peer, s)
             nccl.groupEnd()
-        self._run(rank, what, launch)
+        return self._run(rank, what, launch, out)
 
     def alltoall(self, rank, x, what="alltoall"):
         import cupy
         x = cupy.ascontiguousarray(x)
         out = cupy.empty_like(x)
         pairs = [("send", x[j], j) for j in range(self.size)] + [("recv", out[j], j) for j in range(self.size)]
-        self._sendrecv(rank, x, pairs, what)
-        return out
+        return self._sendrecv(rank, pairs, what, out)
 
     def permute(self, rank, x, perm, what="permute"):
         import cupy
         x = cupy.ascontiguousarray(x)
         out = cupy.zeros_like(x)
         pairs = [("send", x, d) for s, d in perm if s == rank] + [("recv", out, s) for s, d in perm if d == rank]
-        self._sendrecv(rank, x, pairs, what)
-        return out
+        return self._sendrecv(rank, pairs, what, out)
 
 
 __all__ = ["NcclCommunicator"]

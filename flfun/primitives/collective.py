@@ -140,10 +140,7 @@ def _all_gather_abstract_eval(x, *, axes, axis, axis_size, tiled):
     shape = list(x.shape)
     if not 0 <= axis <= len(shape) - tiled:
         raise ValueError(f"all_gather: axis {axis} is out of range for {short(x)} (tiled={tiled})")
-    if tiled:
-        shape[axis] *= axis_size
-    else:
-        shape.insert(axis, axis_size)
+    shape[axis:axis + tiled] = [shape[axis] * axis_size if tiled else axis_size]     # tiled: grow, else insert
     return ShapedArray(shape, x.dtype, is_weak(x))
 
 
@@ -192,20 +189,14 @@ def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
 
 # ------------------------------------------------------------------------------------------------- psum_scatter
 def _psum_scatter_abstract_eval(x, *, axes, scatter_dimension, axis_size, tiled):
-    shape = list(x.shape)
-    d = scatter_dimension
+    shape, d = list(x.shape), scatter_dimension
     if not 0 <= d < len(shape):
         raise ValueError(f"psum_scatter: scatter_dimension {d} is out of range for {short(x)}")
-    if tiled:
-        if shape[d] % axis_size:
-            raise ValueError(f"psum_scatter: dimension {d} of {short(x)} must be divisible by the axis size "
-                             f"{axis_size} (tiled=True)")
-        shape[d] //= axis_size
-    else:
-        if shape[d] != axis_size:
-            raise ValueError(f"psum_scatter: dimension {d} of {short(x)} must equal the axis size {axis_size} "
-                             f"(or pass tiled=True)")
-        del shape[d]
+    if shape[d] % axis_size if tiled else shape[d] != axis_size:
+        raise ValueError(f"psum_scatter: dimension {d} of {short(x)} must " + (
+            f"be divisible by the axis size {axis_size} (tiled=True)" if tiled else
+            f"equal the axis size {axis_size} (or pass tiled=True)"))
+    shape[d:d + 1] = [shape[d] // axis_size] if tiled else []
     return ShapedArray(shape, x.dtype, is_weak(x))
 
 

@@ -97,26 +97,21 @@ class PmapFunction:
 
     def __init__(self, fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices, axis_size):
         functools.update_wrapper(self, fun)
-        if axis_size is not None and (not isinstance(axis_size, int) or isinstance(axis_size, bool)
-                                      or axis_size < 1):
+        if axis_size is not None and (type(axis_size) is not int or axis_size < 1):
             raise ValueError(f"pmap: axis_size must be a positive int or None, got {axis_size!r}")
         self.fun, self.in_axes, self.out_axes, self.axis_size = fun, in_axes, out_axes, axis_size
         self.axis_name = _Unnamed() if axis_name is None else axis_name
         s = static_broadcasted_argnums
         self.static = (s,) if isinstance(s, int) else tuple(s)
-        if any(not isinstance(i, int) or isinstance(i, bool) for i in self.static):
+        if any(type(i) is not int for i in self.static):
             raise ValueError(f"pmap: static_broadcasted_argnums must be ints, got {static_broadcasted_argnums!r}")
         self.devices = None if devices is None else list(devices)
-        self._traces: dict = {}
-        self._meshes: dict = {}
-        self._lifted: dict = {}
-        self.trace_count = 0
+        self._traces, self._meshes, self.trace_count = {}, {}, 0
 
     def _prepare(self, args: tuple, kwargs: dict):
         """The static positions, the dynamic leaves with their tree and mapped axes, and the mapped size."""
         if kwargs:
-            raise ValueError(f"pmap: keyword arguments are not supported (got {sorted(kwargs)}); pass them "
-                             f"positionally")
+            raise ValueError(f"pmap: keyword arguments are not supported (got {sorted(kwargs)}); pass them by position")
         nargs = len(args)
         static_pos = {i % nargs for i in self.static if -nargs <= i < nargs}
         for i in sorted(static_pos):
@@ -161,7 +156,7 @@ class PmapFunction:
             return tree_unflatten(out_tree, res)
         extra = list(extra)
         if _state.tape is not None:
-            closed, lifted = self._lift_tape_consts(closed, len(extra))
+            closed, lifted = _lift_tape_consts(closed)
             extra = lifted + extra
         moved = [moveaxis(x, a, 0) if a else x for x, a in zip(leaves, axes)]
         outs = pmap_p.bind(*extra, *moved, program=closed, mesh=mesh, in_axes=(None,) * len(extra) + in_ax,
@@ -195,9 +190,8 @@ class PmapFunction:
             with new_main(SpmdAxisTrace, _Frame(self.axis_name, n_global, mesh_axes)):
                 closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
             self.trace_count += 1
-            out_avals = closed.out_avals
-            out_axes = _canonical_axes(self.out_axes, tree_unflatten(out_tree[0], out_avals), out_avals, "out_axes",
-                                       1)
+            avals = closed.out_avals
+            out_axes = _canonical_axes(self.out_axes, tree_unflatten(out_tree[0], avals), avals, "out_axes", 1)
             hit = (closed, out_tree[0], tracers, out_axes, n_global, tuple(mesh_axes))
             if not tracers:
                 self._traces[key] = hit
@@ -219,22 +213,6 @@ class PmapFunction:
         if key not in self._meshes:
             self._meshes[key] = Mesh(devs, names, shape)
         return self._meshes[key]
-
-    def _lift_tape_consts(self, closed: ClosedProgram, n_tracers: int):
-        """Constants the eager tape is recording become inputs, so that grad sees them (closed-over params)."""
-        index = _state.tape.index
-        pos = tuple(i for i, c in enumerate(closed.consts) if id(c) in index)
-        if not pos:
-            return closed, []
-        key = (id(closed), pos)
-        hit = self._lifted.get(key)
-        if hit is None or hit[0] is not closed:
-            p = closed.program
-            keep = [i for i in range(len(p.constvars)) if i not in pos]
-            prog = Program([p.constvars[i] for i in keep], [p.constvars[i] for i in pos] + list(p.invars), p.eqns,
-                           p.outvars)
-            hit = self._lifted[key] = (closed, ClosedProgram(prog, [closed.consts[i] for i in keep]))
-        return hit[1], [closed.consts[i] for i in pos]
 
     def _nested(self, frame, args, static_pos, leaves, in_tree, axes, n):
         """A pmap inside another pmap's function: a new mesh axis. Each device takes its slice of the mapped
@@ -273,6 +251,18 @@ class _Lowered:
     def compile(self, device=None):
         """The per-device executable (with its memory plan) on ``device`` (default: the mesh's first)."""
         return compile_program(self.closed, device or self.mesh.local[0][1])
+
+
+def _lift_tape_consts(closed: ClosedProgram) -> tuple[ClosedProgram, list]:
+    """Constants the eager tape is recording become inputs, so that grad sees them (closed-over params)."""
+    pos = tuple(i for i, c in enumerate(closed.consts) if id(c) in _state.tape.index)
+    if not pos:
+        return closed, []
+    p, keep = closed.program, [i for i in range(len(closed.consts)) if i not in pos]
+    lifted = _cached(closed, ("tape-consts", pos), lambda: ClosedProgram(
+        Program([p.constvars[i] for i in keep], [p.constvars[i] for i in pos] + list(p.invars), p.eqns, p.outvars),
+        [closed.consts[i] for i in keep]))
+    return lifted, [closed.consts[i] for i in pos]
 
 
 def _canonical_axes(spec, tree, leaves: list, what: str, extra: int = 0) -> list:
@@ -401,15 +391,12 @@ def _pmap_jvp(primals, tangents, *, program, mesh, in_axes, out_axes, name):
                        out_axes=tuple(out_axes) + (rax,) * n_res, name=name)
     residuals = [primals[i] for i in res_invars] + list(outs[num_out:])
     nzt = [t for t in tangents if not is_zero(t)]
-    lin_in_axes = tuple(in_axes[i] for i in res_invars) + (rax,) * n_res + tuple(a for a, z in zip(in_axes, nz)
-                                                                                 if z)
+    lin_in_axes = tuple(in_axes[i] for i in res_invars) + (rax,) * n_res + tuple(a for a, z in zip(in_axes, nz) if z)
     lin_out_axes = tuple(a for a, z in zip(out_axes, out_nz) if z)
     touts = pmap_p.bind(*residuals, *nzt, program=lin, mesh=mesh, in_axes=lin_in_axes, out_axes=lin_out_axes,
                         name=f"jvp({name})") if any(out_nz) else []
     it = iter(touts)
-    out_avals = _pmap_abstract_eval(*[get_aval(p) for p in primals], program=program, mesh=mesh,
-                                    in_axes=in_axes, out_axes=out_axes, name=name)
-    return outs[:num_out], [next(it) if z else Zero(tangent_aval(a)) for z, a in zip(out_nz, out_avals)]
+    return outs[:num_out], [next(it) if z else Zero(tangent_aval(get_aval(o))) for z, o in zip(out_nz, outs)]
 
 
 def _transpose_program(closed: ClosedProgram, mesh: Mesh, undef: tuple, ct_nz: tuple, in_axes, out_axes):
@@ -469,10 +456,8 @@ def _pmap_batch(frame, args, dims, *, program, mesh, in_axes, out_axes, name):
     def make():
         with _frames(mesh):
             return _batch_program(program, frame.size, frame.name, dev_dims, dev_avals)
-    bclosed, mapped = _cached(program, ("pmap-batch", frame.size, frame.name, dev_dims, mesh.names, mesh.shape),
-                              make)
-    outs = pmap_p.bind(*new_args, program=bclosed, mesh=mesh, in_axes=in_axes, out_axes=out_axes,
-                       name=f"vmap({name})")
+    bclosed, mapped = _cached(program, ("pmap-batch", frame.size, frame.name, dev_dims, mesh.names, mesh.shape), make)
+    outs = pmap_p.bind(*new_args, program=bclosed, mesh=mesh, in_axes=in_axes, out_axes=out_axes, name=f"vmap({name})")
     return outs, [not_mapped if not m else (1 if ax is not None else 0) for m, ax in zip(mapped, out_axes)]
 
 
