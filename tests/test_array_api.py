@@ -329,6 +329,8 @@ def creation_calls(draw, name):
     if name in ("empty", "zeros", "ones", "full"):
         args = [draw(shape_arg)] + ([draw(st.booleans() | small_ints | num)] if name == "full" else [])
         _maybe(draw, kw, "dtype", dtype_names)
+        if name == "full" and kw.get("dtype", "").startswith("uint"):    # out of range: unspecified
+            args[1] = abs(args[1])
         return args, kw
     if name.endswith("_like"):
         args = [draw(arrays(draw(st.sampled_from(DTYPES)), shapes()))]
@@ -587,3 +589,27 @@ def test_array_object():
     assert x.__array_namespace__() is fnp and x.__array_namespace__(api_version="2024.12") is fnp
     assert x.mT.shape == (3, 2) and x.to_device(x.device).device == x.device
     assert (x.ndim, x.size, x.shape) == (2, 6, (2, 3))
+
+
+# ------------------------------------------------------------------------------- deliberate differences (immutability)
+def test_copy_false_raises_where_a_copy_is_needed():
+    """The standard lets ``copy=False`` raise ValueError when a copy is needed; flfun must copy mutable host data."""
+    with pytest.raises(ValueError, match="copy=False is only possible for flfun Arrays"):
+        fnp.asarray(np.ones(2), copy=False)
+    x = fnp.ones(2)
+    assert fnp.asarray(x, copy=False) is x
+
+
+@pytest.mark.xfail(raises=TypeError, strict=True,
+                   reason="flfun arrays are immutable: x[idx] = v is x = x.at[idx].set(v) (Array.__setitem__ says so)")
+def test_setitem():
+    x = fnp.zeros(3)
+    x[0] = 1.0
+
+
+def test_in_place_operators_rebind():
+    """``x += y`` rebinds ``x`` to a new array (Python's fallback to ``+``); other references keep the old value,
+    unlike the standard's in-place update (documented in the flfun.numpy module docstring)."""
+    x = y = fnp.zeros(2)
+    x += 1.0
+    assert x.tolist() == [1.0, 1.0] and y.tolist() == [0.0, 0.0]

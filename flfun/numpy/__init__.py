@@ -1,7 +1,8 @@
 """``flfun.numpy``: the array-API / numpy namespace, built from flfun's primitives.
 
-Every function here works on concrete arrays and under every transform. Where immutability forces a difference
-from numpy (no ``out=``, no in-place updates) the function's docstring says so.
+Every function here works on concrete arrays and under every transform; it follows the array API standard 2024.12
+(tests/test_array_api.py). Arrays are immutable: no ``out=``, ``x[i] = v`` raises (use ``x.at[i].set(v)``) and
+``x += y`` rebinds ``x`` to a new array; where this makes a function differ, its docstring says so.
 """
 from flfun.array import Array
 from flfun.dtypes import (bool_ as bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,

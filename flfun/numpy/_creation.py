@@ -214,10 +214,6 @@ def empty(shape, dtype=None, *, device=None) -> Array:
     return _full(shape, 0, dtype, device, "empty")
 
 
-def _like(x):
-    return x if hasattr(x, "shape") and hasattr(x, "dtype") else asarray(x)
-
-
 def full_like(x, /, fill_value, dtype=None, *, device=None) -> Array:
     """``fill_value`` with ``x``'s shape and dtype.
 
@@ -226,7 +222,7 @@ def full_like(x, /, fill_value, dtype=None, *, device=None) -> Array:
         >>> fnp.full_like(fnp.zeros(2), 3.0).tolist()
         [3.0, 3.0]
     """
-    x = _like(x)
+    x = x if hasattr(x, "shape") and hasattr(x, "dtype") else asarray(x)
     return full(x.shape, fill_value, x.dtype if dtype is None else dtype, device=device)
 
 

@@ -108,11 +108,16 @@ def dot(a, b, /) -> Array:
         >>> fnp.dot(fnp.ones((2, 3)), fnp.ones(3)).tolist()
         [3.0, 3.0]
     """
-    a, b = _operands("dot", a, b)
+    return _dot("dot", a, b, lambda b: 0 if b.ndim == 1 else b.ndim - 2)
+
+
+def _dot(op, a, b, b_axis):
+    """Contract the last axis of ``a`` with axis ``b_axis(b)`` of ``b`` (scalars multiply)."""
+    a, b = _operands(op, a, b)
     if a.ndim == 0 or b.ndim == 0:
         return lax.mul(a, b)
-    ca, cb = a.ndim - 1, (0 if b.ndim == 1 else b.ndim - 2)
-    _check_contract("dot", a, b, (ca,), (cb,))
+    ca, cb = a.ndim - 1, b_axis(b)
+    _check_contract(op, a, b, (ca,), (cb,))
     return dot_general(a, b, (((ca,), (cb,)), ((), ())))
 
 
@@ -132,11 +137,7 @@ def inner(a, b, /) -> Array:
         >>> fnp.inner(fnp.ones((2, 3)), fnp.ones((4, 3))).shape
         (2, 4)
     """
-    a, b = _operands("inner", a, b)
-    if a.ndim == 0 or b.ndim == 0:
-        return lax.mul(a, b)
-    _check_contract("inner", a, b, (a.ndim - 1,), (b.ndim - 1,))
-    return dot_general(a, b, (((a.ndim - 1,), (b.ndim - 1,)), ((), ())))
+    return _dot("inner", a, b, lambda b: b.ndim - 1)
 
 
 def outer(a, b, /) -> Array:
