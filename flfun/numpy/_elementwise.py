@@ -1,8 +1,10 @@
 """Elementwise functions of ``flfun.numpy``: promotion to a common dtype, then one primitive.
 
-The binary operators have an eager fast path (two same-dtype arrays, or an array and a Python scalar, with no
-transform active): it calls the registered impl directly and leaves shape checking to the abstract-eval rule
-only if the impl fails, which keeps ``x + y`` within a small factor of numpy (benchmark W1).
+The arithmetic binary functions (and so Array's operators) have an eager fast path (two same-dtype arrays, or an
+array and a Python scalar, with no transform active): it calls the registered impl directly and leaves shape
+checking to the abstract-eval rule only if the impl fails, which keeps ``x + y`` within a small factor of numpy
+(benchmark W1). Where the optional C module flfun/_dispatch.c was built, it runs the array-array case without a
+Python frame and calls this module's Python function for everything else.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from flfun.primitives import elementwise as lax
 
 
 _NO_PARAMS: dict = {}
+_FLOATS = frozenset(d for d in dtypes.SUPPORTED if d.kind == "f")
 
 
 def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = ""):
@@ -69,7 +72,19 @@ def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = ""):
         return lax_fn(*promote(name, x1, x2))
     op.__name__ = name
     op.__doc__ = doc or f"Elementwise ``{name}`` with broadcasting and type promotion: ``fnp.{name}(x1, x2)``."
-    return op
+    return _accelerated(op, prim, ok)
+
+
+def _accelerated(op, prim, ok):
+    """``op`` behind the C fast path of flfun/_dispatch.c when it was built (``op`` stays its fallback)."""
+    try:
+        from flfun import _dispatch
+    except ImportError:
+        return op
+    _dispatch.setup(Array, _state, _FLOATS)
+    fast = _dispatch.BinaryOp(prim.impls, ok, op)
+    fast.__name__, fast.__qualname__, fast.__doc__, fast.__wrapped__ = op.__name__, op.__name__, op.__doc__, op
+    return fast
 
 
 add = _binary(lax.add_p, lax.add, "add", doc="""Elementwise ``x1 + x2``.
@@ -86,12 +101,16 @@ minimum = _binary(lax.min_p, lax.min, "minimum")
 _divide = _binary(lax.div_p, lax.div, "divide", kinds="f")
 
 
-def divide(x1, x2, /):
+def _divide_any(x1, x2, /):
     """True division; integer inputs are promoted to the default float dtype: ``fnp.divide(1, 2) == 0.5``."""
     if type(x1) is Array and x1._value.dtype.kind == "f" or type(x2) is Array and x2._value.dtype.kind == "f":
-        return _divide(x1, x2)
+        return getattr(_divide, "__wrapped__", _divide)(x1, x2)
     a, b = promote("divide", x1, x2, to_float=True)
     return lax.div(a, b)
+
+
+_divide_any.__name__ = "divide"
+divide = _accelerated(_divide_any, lax.div_p, _FLOATS)
 
 
 true_divide = divide
