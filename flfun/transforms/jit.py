@@ -87,6 +87,24 @@ def _raw_arg(x, aval):
     return np.asarray(x, dtype=aval.dtype)
 
 
+def _positional_key(args):
+    """``(cache key, raw buffers)`` when every argument is an Array or a tuple of Arrays, else None; a tuple
+    adds its length to the key, so different nestings never share one."""
+    key, raw = [], []
+    for a in args:
+        items = (a,)
+        if type(a) is tuple:
+            key.append(len(a))
+            items = a
+        for b in items:
+            if type(b) is not Array:
+                return None
+            v = b._value
+            key += (v.shape, v.dtype, b._device)
+            raw.append(v)
+    return tuple(key), raw
+
+
 class JitFunction:
     """A function compiled on first call for each new argument signature (see ``jit``)."""
 
@@ -144,18 +162,14 @@ class JitFunction:
         return self._call(args, kwargs)
 
     def _fast_positional(self, args):
-        """The W1 path: positional Array arguments only, an executable cached for their shapes and dtypes."""
-        key = []
-        for a in args:
-            if type(a) is not Array:
-                return None
-            v = a._value
-            key += (v.shape, v.dtype, a._device)
-        hit = self._fast.get(tuple(key))
+        """The W1/W4 path: positional Arrays and tuples of Arrays (``f(params, x, y)``), an executable cached
+        for their shapes and dtypes."""
+        pos = _positional_key(args)
+        hit = None if pos is None else self._fast.get(pos[0])
         if hit is None:
             return None
         exe, out_tree, dev, _ = hit
-        outs = exe(*[a._value for a in args])
+        outs = exe(*pos[1])
         if out_tree is None:
             return wrap(outs[0], dev)
         return tree_unflatten(out_tree, [wrap(o, dev) for o in outs])
@@ -228,12 +242,15 @@ class JitFunction:
         dev = _device_of(leaves)
         exe = compile_program(traced.closed, dev, donated, self.memory_strategy)
         if not self._static and _state.eager and all(type(x) is Array for x in leaves):
-            simple = not kwargs and not donated and all(type(a) is Array for a in args)
-            key = [] if simple else [tree_flatten((args, kwargs))[1]]
-            for a in leaves:
-                key += (a._value.shape, a._value.dtype, a._device)
-            out_tree = None if simple and traced.out_tree.node_type is None else traced.out_tree
-            self._fast[tuple(key)] = (exe, out_tree, dev, donated)
+            pos = None if kwargs or donated else _positional_key(args)
+            key = pos and pos[0]
+            if pos is None:
+                key = [tree_flatten((args, kwargs))[1]]
+                for a in leaves:
+                    key += (a._value.shape, a._value.dtype, a._device)
+                key = tuple(key)
+            out_tree = None if pos is not None and traced.out_tree.node_type is None else traced.out_tree
+            self._fast[key] = (exe, out_tree, dev, donated)
         outs = exe(*_raw_args(leaves, avals, donated))
         return tree_unflatten(traced.out_tree, [wrap(o, dev) for o in outs])
 
