@@ -86,10 +86,8 @@ def set_cpu_device_count(n: int) -> list[Device]:
     if is_initialized():
         raise ValueError("set_cpu_device_count: the device list is fixed once flfun.distributed.initialize() "
                          "has run; set FLFUN_CPU_DEVICES before starting the processes")
-    backend = _backend("numpy")
-    devs = backend.devices
-    while len(devs) < n:
-        devs.append(Device("cpu", len(devs), "numpy", np))
+    devs = _backend("numpy").devices
+    devs += [Device("cpu", i, "numpy", np) for i in range(len(devs), n)]
     del devs[n:]
     config.cpu_devices = n
     return list(devs)

@@ -89,9 +89,8 @@ def sharded(optimizer, axis_name, *, average: bool = True, max_norm: float | Non
         raise ValueError(f"sharded: max_norm must be a positive number or None, got {max_norm!r}")
 
     def init(params):
-        layout = _layout(params)
-        n = axis_size(axis_name)
-        return ShardedState(optimizer.init(tuple(_my_chunk(f, axis_name) for f in _flat(params, layout, n))))
+        flats = _flat(params, _layout(params), axis_size(axis_name))
+        return ShardedState(optimizer.init(tuple(_my_chunk(f, axis_name) for f in flats)))
 
     def update(grads, state, params=None):
         layout = _layout(grads)

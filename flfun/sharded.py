@@ -52,16 +52,13 @@ class ShardedArray(Array):
         """The device of each shard, in order."""
         return [s.device for s in self.shards]
 
-    # --- the assembled value (an ordinary host Array's buffer on the default device)
-    def _assemble(self):
+    @property
+    def _value(self):
+        """The assembled value (an ordinary host Array's buffer on the default device), made once."""
         if self._host is None:
             self._host = np.stack([np.asarray(s) for s in self.shards], axis=self.axis)
             self._host.flags.writeable = False
         return self._host
-
-    @property
-    def _value(self):
-        return self._assemble()
 
     @property
     def _device(self):
@@ -69,10 +66,8 @@ class ShardedArray(Array):
         return default_device()
 
     def __array__(self, dtype=None, copy=None):
-        v = self._assemble()
-        if dtype is not None and np.dtype(dtype) != v.dtype:
-            return v.astype(dtype)
-        return v.copy() if copy else v
+        v = self._value
+        return v.astype(dtype) if dtype is not None and np.dtype(dtype) != v.dtype else v.copy() if copy else v
 
     def __getitem__(self, idx):
         if self.axis == 0 and isinstance(idx, (int, np.integer)) and not isinstance(idx, bool):

@@ -37,8 +37,7 @@ class MPICommunicator(Communicator):
 
     # --- waiting with a timeout and abort notices
     def _check_abort(self, what: str) -> None:
-        MPI = self.MPI
-        status = MPI.Status()
+        MPI, status = self.MPI, self.MPI.Status()
         if self._reason is None and self.ctrl.Iprobe(source=MPI.ANY_SOURCE, tag=_ABORT_TAG, status=status):
             buf = bytearray(status.Get_count(MPI.BYTE))
             self.ctrl.Recv([buf, MPI.BYTE], source=status.Get_source(), tag=_ABORT_TAG)
@@ -119,9 +118,7 @@ class HierarchicalCommunicator(Communicator):
     """
 
     def __init__(self, local: ThreadCommunicator, world: MPICommunicator):
-        self.local, self.world = local, world
-        self.size = local.size * world.size
-        self.timeout = world.timeout
+        self.local, self.world, self.size, self.timeout = local, world, local.size * world.size, world.timeout
 
     def _two_level(self, rank: int, x, what: str, op):
         """``op(communicator, member, value)`` among this process's members, then (on the first) among the

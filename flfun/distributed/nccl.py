@@ -44,17 +44,15 @@ class NcclCommunicator(Communicator):
     @classmethod
     def for_devices(cls, device_ids: list[int], timeout: float | None = None) -> "NcclCommunicator":
         """A clique over GPUs ``device_ids`` of this process."""
-        nccl = _nccl()
-        comms = nccl.NcclCommunicator.initAll(list(device_ids))
-        return cls(list(comms), list(device_ids), len(device_ids), 0, timeout)
+        ids = list(device_ids)
+        return cls(list(_nccl().NcclCommunicator.initAll(ids)), ids, len(ids), 0, timeout)
 
     @classmethod
     def from_mpi(cls, mpi_comm, device_id: int, timeout: float | None = None) -> "NcclCommunicator":
         """One GPU per MPI rank: rank 0 makes the NCCL id, MPI broadcasts it, every rank joins."""
         import cupy
         nccl = _nccl()
-        uid = nccl.get_unique_id() if mpi_comm.Get_rank() == 0 else None
-        uid = mpi_comm.bcast(uid, root=0)
+        uid = mpi_comm.bcast(nccl.get_unique_id() if mpi_comm.Get_rank() == 0 else None, root=0)
         with cupy.cuda.Device(device_id):
             comm = nccl.NcclCommunicator(mpi_comm.Get_size(), uid, mpi_comm.Get_rank())
         return cls([comm], [device_id], mpi_comm.Get_size(), mpi_comm.Get_rank(), timeout)

@@ -115,11 +115,7 @@ def _blas_threads(n: int):
             lib.set_num_threads(k)
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _executor(workers: int) -> ThreadPoolExecutor:
@@ -136,38 +132,29 @@ def run_spmd(mesh: Mesh, tasks: list[tuple[int, Callable[[], object]]]) -> list:
     return the results in order. The first task runs on the calling thread."""
     contexts = [mesh.context(g) for g, _ in tasks]
 
-    def call(i):
+    def call(i):            # -> (result, None) or (None, the exception)
         g, fn = tasks[i]
-        prev = getattr(_tls, "ctx", None)
-        _tls.ctx = contexts[i]
+        prev, _tls.ctx = getattr(_tls, "ctx", None), contexts[i]
         try:
-            return fn()
+            return fn(), None
         except BaseException as e:
             mesh.abort(f"device {mesh.devices[g]} raised {type(e).__name__}: {e}")
-            raise
+            return None, e
         finally:
             _tls.ctx = prev
 
     if len(tasks) == 1:
-        return [call(0)]
-    results, errors = [None] * len(tasks), []
-    with _blas_threads(max(1, _cores() // len(tasks))):
-        pool = _executor(len(tasks) - 1)
-        futures = [pool.submit(call, i) for i in range(1, len(tasks))]
-        try:
-            results[0] = call(0)
-        except BaseException as e:
-            errors.append(e)
-        for i, f in enumerate(futures, 1):
-            try:
-                results[i] = f.result()
-            except BaseException as e:
-                errors.append(e)
+        outs = [call(0)]
+    else:
+        with _blas_threads(max(1, _CORES // len(tasks))):
+            pool = _executor(len(tasks) - 1)
+            futures = [pool.submit(call, i) for i in range(1, len(tasks))]
+            outs = [call(0)] + [f.result() for f in futures]
+    errors = [e for _, e in outs if e is not None]
     if errors:
         mesh.reset()
-        primary = next((e for e in errors if not isinstance(e, CollectiveError)), errors[0])
-        raise primary
-    return results
+        raise next((e for e in errors if not isinstance(e, CollectiveError)), errors[0])
+    return [r for r, _ in outs]
 
 
 __all__ = ["Mesh", "run_spmd", "current_context"]

@@ -20,6 +20,7 @@ from flfun.array import Array
 from flfun.config import config
 from flfun.core import (Primitive, ShapedArray, Trace, Tracer, _state, full_raise, get_aval, new_main, register_impl,
                         trace_stack, wrap)
+from flfun.devices import devices as all_devices, local_device_count, process_count
 from flfun.distributed.spmd import Mesh, run_spmd
 from flfun.executor import Executable, writes_out
 from flfun.ir import ClosedProgram, Program
@@ -164,7 +165,6 @@ class PmapFunction:
         return tree_unflatten(out_tree, [moveaxis(o, 0, a) if a else o for o, a in zip(outs, out_axes)])
 
     def _global_size(self, n: int) -> int:
-        from flfun.devices import local_device_count, process_count
         if self.devices is None and process_count() > 1:
             if n != local_device_count():
                 raise ValueError(f"pmap: the mapped axis has size {n}, but this process has {local_device_count()} "
@@ -199,7 +199,6 @@ class PmapFunction:
         return closed, out_tree, tracers, out_axes, self._mesh(n_global, mesh_axes)
 
     def _mesh(self, n_global: int, inner: tuple) -> Mesh:
-        from flfun.devices import devices as all_devices
         shape = (n_global,) + tuple(s for _, s in inner)
         need, avail = prod(shape), self.devices if self.devices is not None else all_devices()
         if need > len(avail) or self.devices is not None and need != len(avail):
@@ -219,10 +218,10 @@ class PmapFunction:
         arguments; outputs are gathered along the axis, so the enclosing function sees stacked values."""
         if self.devices is not None:
             raise ValueError("pmap: devices= can only be given to the outermost pmap")
-        for name, size in frame.axes:
-            if name == self.axis_name and size != n:
-                raise ValueError(f"pmap: nested axis {name!r} is used with sizes {size} and {n}")
-        if all(name != self.axis_name for name, _ in frame.axes):
+        known = dict(frame.axes)
+        if known.get(self.axis_name, n) != n:
+            raise ValueError(f"pmap: nested axis {self.axis_name!r} is used with sizes {known[self.axis_name]} and {n}")
+        if self.axis_name not in known:
             frame.axes.append((self.axis_name, n))
         with new_main(SpmdAxisTrace, _Frame(self.axis_name, n, frame.axes)):
             j = axis_index(self.axis_name)
@@ -304,22 +303,14 @@ def _host_input(x, ax, devs: list):
 def _executables(closed: ClosedProgram, mesh: Mesh) -> dict:
     """One executable per local device, sharing one optimised program and one memory plan per backend
     (each device gets its own arena), cached on the program."""
-    key = ("pmap-exe", id(mesh), core.registry_version, config.jit_planned)
-    hit = closed.cache.get(key)
-    if hit is not None and hit[0] is mesh:
-        return hit[1]
-    program, consts = optimize(closed.program, closed.consts)
-    plans: dict = {}
-    exes = {}
-    for g, d in mesh.local:
-        if d.backend in BACKEND_COMPILERS:          # a backend that compiles its own executables (cupy)
-            exes[g] = compile_program(closed, d)
-            continue
-        if config.jit_planned and d.backend not in plans:
-            plans[d.backend] = plan_program(program, writes_out(d.backend), (), DEFAULT_STRATEGY)
-        exes[g] = Executable(program, consts, d, plans.get(d.backend))
-    closed.cache[key] = (mesh, exes)
-    return exes
+    def make():
+        program, consts = optimize(closed.program, closed.consts)
+        plans = {b: plan_program(program, writes_out(b), (), DEFAULT_STRATEGY) if config.jit_planned else None
+                 for b in {d.backend for _, d in mesh.local} - BACKEND_COMPILERS.keys()}
+        # a backend that compiles its own executables (cupy) gets them from compile_program
+        return {g: compile_program(closed, d) if d.backend in BACKEND_COMPILERS else
+                Executable(program, consts, d, plans[d.backend]) for g, d in mesh.local}
+    return _cached(closed, ("pmap-exe", mesh, core.registry_version, config.jit_planned), make)
 
 
 PER_DEVICE = "device"    # in/out axis kind: one slice per local device (residuals on a nested mesh)
