@@ -20,15 +20,12 @@ from flfun.util import canonical_axis, prod
 _U32 = np.dtype(np.uint32)
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = np.uint32(0x1BD11BDA)
-
-
-def _u32(v: int) -> np.uint32:
-    return np.uint32(v)
+_KINDS = {"f": "a floating-point type", "u": "an unsigned integer type", "iu": "an integer type"}
 
 
 # ------------------------------------------------------------------------------------------------- threefry
 def _rotl(x, r: int):
-    return lax.or_(lax.shift_left(x, _u32(r)), lax.shift_right_logical(x, _u32(32 - r)))
+    return lax.or_(lax.shift_left(x, np.uint32(r)), lax.shift_right_logical(x, np.uint32(32 - r)))
 
 
 def threefry_2x32(k0, k1, x0, x1):
@@ -53,7 +50,7 @@ def threefry_2x32(k0, k1, x0, x1):
             x0 = lax.add(x0, x1)
             x1 = lax.xor(x0, _rotl(x1, r))
         x0 = lax.add(x0, ks[(i + 1) % 3])
-        x1 = lax.add(lax.add(x1, ks[(i + 2) % 3]), _u32(i + 1))
+        x1 = lax.add(lax.add(x1, ks[(i + 2) % 3]), np.uint32(i + 1))
     return x0, x1
 
 
@@ -66,11 +63,9 @@ def _stack_last(a, b):
 
 
 def _check_key(key, fn: str):
+    key = fnp.asarray(key) if isinstance(key, np.ndarray) else key
     if not isinstance(key, Array):
-        if isinstance(key, np.ndarray):
-            key = fnp.asarray(key)
-        else:
-            raise ValueError(f"{fn}: key must be a uint32[2] array from flfun.random.key, got {type(key).__name__}")
+        raise ValueError(f"{fn}: key must be a uint32[2] array from flfun.random.key, got {type(key).__name__}")
     if key.shape != (2,) or key.dtype != _U32:
         raise ValueError(f"{fn}: key must be a uint32[2] array from flfun.random.key, got "
                          f"{dtypes.short_name(key.dtype)}[{','.join(map(str, key.shape))}] (under vmap, map "
@@ -78,14 +73,9 @@ def _check_key(key, fn: str):
     return key
 
 
-def _row(keys, i: int):
-    """``keys[i]`` of a ``(n, 2)`` batch of keys."""
-    return lax.reshape(lax.slice(keys, (i, 0), (i + 1, 2)), (2,))
-
-
-def _key_words(key):
-    """The two key words as uint32[1] arrays (1-d keeps numpy from warning on scalar wrap-around)."""
-    return lax.slice(key, (0,), (1,)), lax.slice(key, (1,), (2,))
+def _threefry_key(key, x0, x1):
+    """``threefry_2x32`` under ``key``'s words, taken as uint32[1] (1-d keeps numpy from warning on wrap-around)."""
+    return threefry_2x32(lax.slice(key, (0,), (1,)), lax.slice(key, (1,), (2,)), x0, x1)
 
 
 def _canonical_shape(shape, fn: str) -> tuple[int, ...]:
@@ -93,11 +83,19 @@ def _canonical_shape(shape, fn: str) -> tuple[int, ...]:
         shape = (shape,)
     try:
         shape = tuple(operator.index(d) for d in shape)
+        if any(d < 0 for d in shape):
+            raise TypeError
     except TypeError:
         raise ValueError(f"{fn}: shape must be a tuple of non-negative ints, got {shape!r}") from None
-    if any(d < 0 for d in shape):
-        raise ValueError(f"{fn}: shape must be a tuple of non-negative ints, got {shape!r}")
     return shape
+
+
+def _args(key, shape, dtype, fn: str, kinds: str = "f"):
+    """The checked ``key``, canonical ``shape`` and a ``dtype`` whose kind is in ``kinds``."""
+    key, shape, dt = _check_key(key, fn), _canonical_shape(shape, fn), dtypes.canonicalize(dtype)
+    if dt.kind not in kinds:
+        raise ValueError(f"{fn}: dtype must be {_KINDS[kinds]}, got {dt}")
+    return key, shape, dt
 
 
 def _hash_counters(key, shape: tuple[int, ...]):
@@ -105,10 +103,8 @@ def _hash_counters(key, shape: tuple[int, ...]):
     n = prod(shape)
     if n >= 2 ** 32:
         raise ValueError(f"random: at most 2**32 - 1 values per call, got shape {shape}")
-    k0, k1 = _key_words(key)
-    lo = lax.iota(_U32, (max(n, 1),), 0)
-    hi = lax.full((max(n, 1),), 0, _U32)
-    y0, y1 = threefry_2x32(k0, k1, hi, lo)
+    m = (max(n, 1),)
+    y0, y1 = _threefry_key(key, lax.full(m, 0, _U32), lax.iota(_U32, m, 0))
     if n == 0:
         y0, y1 = (lax.slice(y, (0,), (0,)) for y in (y0, y1))
     return lax.reshape(y0, shape), lax.reshape(y1, shape)
@@ -151,10 +147,7 @@ def split(key: Array, num: int | Sequence[int] = 2) -> Array:
 
         >>> k1, k2 = flfun.random.split(flfun.random.key(0))
     """
-    key = _check_key(key, "split")
-    shape = _canonical_shape(num, "split")
-    y0, y1 = _hash_counters(key, shape)
-    return _stack_last(y0, y1)
+    return _stack_last(*_hash_counters(_check_key(key, "split"), _canonical_shape(num, "split")))
 
 
 def fold_in(key: Array, data) -> Array:
@@ -171,9 +164,7 @@ def fold_in(key: Array, data) -> Array:
         d = lax.reshape(lax.convert_element_type(data, _U32), (1,))
     else:
         raise ValueError(f"fold_in: data must be an integer scalar, got {data!r:.60}")
-    k0, k1 = _key_words(key)
-    y0, y1 = threefry_2x32(k0, k1, lax.full((1,), 0, _U32), d)
-    return lax.reshape(_stack_last(y0, y1), (2,))
+    return lax.reshape(_stack_last(*_threefry_key(key, lax.full((1,), 0, _U32), d)), (2,))
 
 
 def bits(key: Array, shape: Sequence[int] = (), dtype=np.uint32) -> Array:
@@ -184,11 +175,7 @@ def bits(key: Array, shape: Sequence[int] = (), dtype=np.uint32) -> Array:
         >>> flfun.random.bits(flfun.random.key(1), (3,)).dtype
         dtype('uint32')
     """
-    key = _check_key(key, "bits")
-    shape = _canonical_shape(shape, "bits")
-    dt = dtypes.canonicalize(dtype)
-    if not dtypes.is_unsigned(dt):
-        raise ValueError(f"bits: dtype must be an unsigned integer type, got {dt}")
+    key, shape, dt = _args(key, shape, dtype, "bits", "u")
     y0, y1 = _hash_counters(key, shape)
     if dt.itemsize == 8:
         hi, lo = lax.convert_element_type(y0, dt), lax.convert_element_type(y1, dt)
@@ -198,13 +185,6 @@ def bits(key: Array, shape: Sequence[int] = (), dtype=np.uint32) -> Array:
 
 
 # ------------------------------------------------------------------------------------------------- floats
-def _float_dtype(dtype, fn: str) -> np.dtype:
-    dt = dtypes.canonicalize(dtype)
-    if not dtypes.is_float(dt):
-        raise ValueError(f"{fn}: dtype must be a floating-point type, got {dt}")
-    return dt
-
-
 def _unit(key, shape, dt):
     """Floats in ``[0, 1)`` with all mantissa bits random (the same values as JAX's bit trick)."""
     nmant = np.finfo(dt).nmant
@@ -222,11 +202,8 @@ def uniform(key: Array, shape: Sequence[int] = (), dtype=np.float32, minval=0.0,
 
         >>> u = flfun.random.uniform(flfun.random.key(0), (2, 3), minval=-1.0, maxval=1.0)
     """
-    key = _check_key(key, "uniform")
-    shape = _canonical_shape(shape, "uniform")
-    dt = _float_dtype(dtype, "uniform")
-    minval = fnp.asarray(minval, dtype=dt)
-    maxval = fnp.asarray(maxval, dtype=dt)
+    key, shape, dt = _args(key, shape, dtype, "uniform")
+    minval, maxval = fnp.asarray(minval, dtype=dt), fnp.asarray(maxval, dtype=dt)
     u = _unit(key, shape, dt)
     return fnp.maximum(minval, u * (maxval - minval) + minval)
 
@@ -260,12 +237,8 @@ def normal(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
 
         >>> z = flfun.random.normal(flfun.random.key(0), (1000,))
     """
-    key = _check_key(key, "normal")
-    shape = _canonical_shape(shape, "normal")
-    dt = _float_dtype(dtype, "normal")
-    lo = np.nextafter(dt.type(-1), dt.type(0))
-    u = uniform(key, shape, dt, lo, 1.0)
-    return _erfinv(u) * dt.type(math.sqrt(2))
+    key, shape, dt = _args(key, shape, dtype, "normal")
+    return _erfinv(uniform(key, shape, dt, np.nextafter(dt.type(-1), dt.type(0)), 1.0)) * dt.type(math.sqrt(2))
 
 
 def truncated_normal(key: Array, lower, upper, shape: Sequence[int] | None = None, dtype=np.float32) -> Array:
@@ -275,16 +248,13 @@ def truncated_normal(key: Array, lower, upper, shape: Sequence[int] | None = Non
 
         >>> z = flfun.random.truncated_normal(flfun.random.key(0), -2.0, 2.0, (4, 4))
     """
-    key = _check_key(key, "truncated_normal")
-    dt = _float_dtype(dtype, "truncated_normal")
+    dt = dtypes.canonicalize(dtype)
     lower, upper = fnp.asarray(lower, dtype=dt), fnp.asarray(upper, dtype=dt)
     if shape is None:
         shape = np.broadcast_shapes(lower.shape, upper.shape)
-    shape = _canonical_shape(shape, "truncated_normal")
+    key, shape, dt = _args(key, shape, dt, "truncated_normal")
     sqrt2 = dt.type(math.sqrt(2))
-    a, b = lax.erf(lower / sqrt2), lax.erf(upper / sqrt2)
-    u = uniform(key, shape, dt, a, b)
-    out = _erfinv(u) * sqrt2
+    out = _erfinv(uniform(key, shape, dt, lax.erf(lower / sqrt2), lax.erf(upper / sqrt2))) * sqrt2
     tiny = dt.type(np.finfo(dt).eps)
     return fnp.clip(out, lower + fnp.abs(lower) * tiny, upper - fnp.abs(upper) * tiny)
 
@@ -311,9 +281,8 @@ def gumbel(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
 
         >>> g = flfun.random.gumbel(flfun.random.key(0), (5,))
     """
-    key = _check_key(key, "gumbel")
-    dt = _float_dtype(dtype, "gumbel")
-    u = uniform(key, _canonical_shape(shape, "gumbel"), dt, np.finfo(dt).tiny, 1.0)
+    key, shape, dt = _args(key, shape, dtype, "gumbel")
+    u = uniform(key, shape, dt, np.finfo(dt).tiny, 1.0)
     return fnp.negative(fnp.log(fnp.negative(fnp.log(u))))
 
 
@@ -347,16 +316,11 @@ def randint(key: Array, shape: Sequence[int], minval, maxval, dtype=np.int64) ->
 
         >>> flfun.random.randint(flfun.random.key(0), (3,), 0, 10)
     """
-    key = _check_key(key, "randint")
-    shape = _canonical_shape(shape, "randint")
-    dt = dtypes.canonicalize(dtype)
-    if not dtypes.is_int(dt):
-        raise ValueError(f"randint: dtype must be an integer type, got {dt}")
+    key, shape, dt = _args(key, shape, dtype, "randint", "iu")
     nbits = max(dt.itemsize * 8, 32)
     ut = np.dtype(f"uint{nbits}")
     minval, maxval = fnp.asarray(minval, dtype=dt), fnp.asarray(maxval, dtype=dt)
-    keys = split(key)
-    hi_bits, lo_bits = bits(_row(keys, 0), shape, ut), bits(_row(keys, 1), shape, ut)
+    hi_bits, lo_bits = (bits(k, shape, ut) for k in split(key))
     span = lax.convert_element_type(maxval - minval, ut)
     span = fnp.where(maxval <= minval, ut.type(1), span)
     mult = lax.rem(ut.type(2 ** (nbits // 2)), span)
@@ -427,21 +391,5 @@ def choice(key: Array, n: int, shape: Sequence[int] = (), replace: bool = True) 
     return lax.reshape(lax.slice(permutation(key, n), (0,), (size,)), shape)
 
 
-__all__ = [
-    "PRNGKey",
-    "bernoulli",
-    "bits",
-    "categorical",
-    "choice",
-    "fold_in",
-    "gumbel",
-    "key",
-    "normal",
-    "permutation",
-    "randint",
-    "shuffle",
-    "split",
-    "threefry_2x32",
-    "truncated_normal",
-    "uniform",
-]
+__all__ = ["PRNGKey", "bernoulli", "bits", "categorical", "choice", "fold_in", "gumbel", "key", "normal",
+           "permutation", "randint", "shuffle", "split", "threefry_2x32", "truncated_normal", "uniform"]
