@@ -47,20 +47,20 @@ class ChainState(NamedTuple):
     states: tuple
 
 
-def _check_positive(name: str, value, fn: str, allow_zero: bool = True) -> None:
-    if callable(value):
-        return
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0 or (not allow_zero and value == 0):
-        raise ValueError(f"{fn}: {name} must be a {'non-negative' if allow_zero else 'positive'} number, "
-                         f"got {value!r}")
+def _check_positive(fn: str, allow_zero: bool = True, **values) -> None:
+    for name, value in values.items():
+        if not callable(value) and (not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0
+                                    or (not allow_zero and value == 0)):
+            raise ValueError(f"{fn}: {name} must be a {'non-negative' if allow_zero else 'positive'} number, "
+                             f"got {value!r}")
 
 
 def _lr(learning_rate: ScalarOrSchedule, count):
     return learning_rate(count) if callable(learning_rate) else learning_rate
 
 
-def _count0():
-    return fnp.zeros((), dtype=fnp.int32)
+def _as(x, dtype):
+    return x if x.dtype == dtype else _cast(x, dtype)
 
 
 def apply_updates(params, updates):
@@ -70,7 +70,7 @@ def apply_updates(params, updates):
 
         >>> params = apply_updates({"w": fnp.ones(2)}, {"w": fnp.full(2, -0.5)})
     """
-    return tree_map(lambda p, u: _cast(p + u, p.dtype) if u.dtype != p.dtype else p + u, params, updates)
+    return tree_map(lambda p, u: _as(p + u, p.dtype), params, updates)
 
 
 def global_norm(tree) -> Any:
@@ -84,10 +84,7 @@ def global_norm(tree) -> Any:
     leaves = tree_leaves(tree)
     if not leaves:
         return fnp.zeros(())
-    total = fnp.sum(leaves[0] * leaves[0])
-    for g in leaves[1:]:
-        total = total + fnp.sum(g * g)
-    return fnp.sqrt(total)
+    return fnp.sqrt(sum((fnp.sum(g * g) for g in leaves[1:]), fnp.sum(leaves[0] * leaves[0])))
 
 
 # --------------------------------------------------------------------------------------------- transforms
@@ -100,15 +97,12 @@ def sgd(learning_rate: ScalarOrSchedule, momentum: float = 0.0, nesterov: bool =
 
         >>> opt = sgd(0.1, momentum=0.9, nesterov=True)
     """
-    _check_positive("learning_rate", learning_rate, "sgd")
-    _check_positive("momentum", momentum, "sgd")
-    _check_positive("weight_decay", weight_decay, "sgd")
+    _check_positive("sgd", learning_rate=learning_rate, momentum=momentum, weight_decay=weight_decay)
     if nesterov and momentum == 0:
         raise ValueError("sgd: nesterov=True needs a positive momentum")
 
     def init(params):
-        buf = tree_map(fnp.zeros_like, params) if momentum else None
-        return SgdState(_count0(), buf)
+        return SgdState(fnp.zeros((), dtype=fnp.int32), tree_map(fnp.zeros_like, params) if momentum else None)
 
     def update(grads, state, params=None):
         if weight_decay:
@@ -155,15 +149,14 @@ def adamw(learning_rate: ScalarOrSchedule = 1e-3, b1: float = 0.9, b2: float = 0
         >>> opt = adamw(3e-4, weight_decay=0.01)
         >>> state = opt.init(params)
     """
-    _check_positive("learning_rate", learning_rate, "adamw")
-    _check_positive("weight_decay", weight_decay, "adamw")
-    _check_positive("eps", eps, "adamw")
+    _check_positive("adamw", learning_rate=learning_rate, weight_decay=weight_decay, eps=eps)
     for name, b in (("b1", b1), ("b2", b2)):
         if not 0.0 <= b < 1.0:
             raise ValueError(f"adamw: {name} must be in [0, 1), got {b!r}")
 
     def init(params):
-        return AdamState(_count0(), tree_map(fnp.zeros_like, params), tree_map(fnp.zeros_like, params))
+        return AdamState(fnp.zeros((), dtype=fnp.int32), tree_map(fnp.zeros_like, params),
+                         tree_map(fnp.zeros_like, params))
 
     def update(grads, state, params=None):
         count = state.count + 1
@@ -179,7 +172,7 @@ def adamw(learning_rate: ScalarOrSchedule = 1e-3, b1: float = 0.9, b2: float = 0
             mask_tree = _decay_mask(mask, params)
             updates = tree_map(lambda u, p, on: u - (lr * weight_decay) * p if on else u,
                                updates, params, mask_tree)
-        updates = tree_map(lambda u, g: u if u.dtype == g.dtype else _cast(u, g.dtype), updates, grads)
+        updates = tree_map(lambda u, g: _as(u, g.dtype), updates, grads)
         return updates, AdamState(count, mu, nu)
 
     return GradientTransformation(init, update)
@@ -203,14 +196,14 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
 
         >>> opt = chain(clip_by_global_norm(1.0), adamw(3e-4))
     """
-    _check_positive("max_norm", max_norm, "clip_by_global_norm", allow_zero=False)
+    _check_positive("clip_by_global_norm", False, max_norm=max_norm)
 
     def init(params):
         return EmptyState()
 
     def update(grads, state, params=None):
         coef = fnp.minimum(max_norm / (global_norm(grads) + 1e-6), 1.0)
-        return tree_map(lambda g: g * coef if g.dtype == coef.dtype else _cast(g * coef, g.dtype), grads), state
+        return tree_map(lambda g: _as(g * coef, g.dtype), grads), state
 
     return GradientTransformation(init, update)
 
@@ -295,22 +288,8 @@ def step_schedule(init_value: float, step_size: int, gamma: float = 0.1) -> Sche
     return schedule
 
 
-__all__ = [
-    "AdamState",
-    "ChainState",
-    "EmptyState",
-    "GradientTransformation",
-    "SgdState",
-    "adam",
-    "adamw",
-    "apply_updates",
-    "chain",
-    "clip_by_global_norm",
-    "constant_schedule",
-    "global_norm",
-    "sgd",
-    "step_schedule",
-    "warmup_cosine_schedule",
-]
+__all__ = ["AdamState", "ChainState", "EmptyState", "GradientTransformation", "SgdState", "adam", "adamw",
+           "apply_updates", "chain", "clip_by_global_norm", "constant_schedule", "global_norm", "sgd",
+           "step_schedule", "warmup_cosine_schedule"]
 
 from flfun.optim_sharded import ShardedState, sharded, state_bytes_per_device  # noqa: F401  (ZeRO-1)
