@@ -120,13 +120,8 @@ def state_bytes_per_device(state) -> int:
         >>> state_bytes_per_device(init(params))      # about 8 * n_params / 4 for fp32 Adam
     """
     from flfun.sharded import ShardedArray
-    total = 0
-    for leaf in tree_leaves(state):
-        if isinstance(leaf, ShardedArray):
-            total += leaf.shards[0].nbytes
-        elif hasattr(leaf, "nbytes"):
-            total += int(leaf.nbytes)
-    return total
+    return sum(leaf.shards[0].nbytes if isinstance(leaf, ShardedArray) else int(getattr(leaf, "nbytes", 0))
+               for leaf in tree_leaves(state))
 
 
 __all__ = ["sharded", "ShardedState", "state_bytes_per_device"]

@@ -1,11 +1,9 @@
 """``pmap``: compile a function once per shard shape and run it SPMD on many devices, with named-axis collectives.
 
-The function is traced, with abstract values of one shard, inside an axis frame (``SpmdAxisTrace``) that names
-the mapped axis, so collectives over it stage as equations; the jit pipeline compiles the program once per device
-and each call runs every local device's executable in its own thread (``run_spmd``), meeting in the mesh's
-communicators. Results come back as ``ShardedArray``s. Under grad, vmap or jit a pmap binds the call primitive
-``pmap_p``, whose rules re-trace the per-device program inside the same frames and bind ``pmap_p`` again. A pmap
-inside another pmap adds an axis to the device mesh.
+The function is traced with one shard's abstract values inside an axis frame (``SpmdAxisTrace``), so collectives
+over the axis stage as equations; every local device then runs its executable in its own thread (``run_spmd``),
+meeting the others in the mesh's communicators, and results come back as ``ShardedArray``s. Under grad, vmap or jit
+a pmap binds ``pmap_p``, whose rules re-trace the per-device program. A nested pmap adds a mesh axis.
 """
 from __future__ import annotations
 
@@ -340,10 +338,9 @@ def _execute(closed: ClosedProgram, mesh: Mesh, inputs: list, in_axes: tuple, ou
         return exes[g](*args)
 
     results = run_spmd(mesh, [(g, functools.partial(task, i, g, d)) for i, (g, d) in enumerate(mesh.local)])
-    heads = mesh.heads
     outs = [results[0][j] if ax is None else [r[j] for r in results] if ax == PER_DEVICE else
-            [results[i][j] for i in heads] for j, ax in enumerate(out_axes)]
-    return outs, [mesh.local[i][1] for i in heads]
+            [results[i][j] for i in mesh.heads] for j, ax in enumerate(out_axes)]
+    return outs, [mesh.local[i][1] for i in mesh.heads]
 
 
 # ------------------------------------------------------------------------------------------- call primitive
