@@ -163,7 +163,8 @@ def _same(a: ShapedArray, b: ShapedArray) -> bool:
 
 def simplify(program: Program, consts: list) -> tuple[Program, list]:
     """Remove the identities that autodiff leaves behind: ``x + 0``, ``x - 0``, ``x * 1``, ``x / 1``,
-    ``-(-x)``, ``x ** 1``, ``select_n(p, a, a)``, no-op reshape / transpose / broadcast / convert / reduce_sum, chains of
+    ``-(-x)``, ``x ** 1``, ``select_n(p, a, a)``, ``scatter_add(zeros, i, u) + y`` (as ``scatter_add(y, i, u)``: the
+    gradient of a gather, accumulated), no-op reshape / transpose / broadcast / convert / reduce_sum, chains of
     reshapes, transposes and broadcasts, a broadcast scalar operand of a broadcasting op or select (numpy
     broadcasts the scalar itself), and ``transpose(dot_general(a, b))`` as ``dot_general(b, a)`` (the transpose
     rule of dot_general leaves these; the swapped product writes its layout directly). ``x * 0`` is left alone (it is not 0 for inf or nan); ``x + 0 -> x`` may turn a ``-0.0``
@@ -268,6 +269,12 @@ def _simplify_eqn(e: Eqn, uval: Callable, producer: dict, uses: dict):
         full = [v for v in (ins[0], *cases) if type(v) is Var and v.aval.shape == out.shape]
         if full and any(c is not o for c, o in zip(cases, ins[1:])):
             return Eqn(e.prim, (ins[0], *cases), e.outputs, p)
+    if name == "add" and len(ins) == 2:
+        for s, other in (ins, ins[::-1]):      # scatter-add into zeros, plus y: scatter-add into y
+            sc = producer.get(s.id) if type(s) is Var else None
+            if sc is not None and sc.prim.name == "scatter" and sc.params["op"] == "add" and uses.get(s.id) == 1 \
+                    and _is(uval(sc.inputs[0]), 0) and type(other) is Var and _same(other.aval, out):
+                return Eqn(sc.prim, (other,) + tuple(sc.inputs[1:]), e.outputs, sc.params)
     if name in _BROADCASTING and len(ins) == 2:
         a, b = ins
         ua, ub = uval(a), uval(b)

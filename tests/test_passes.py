@@ -112,6 +112,20 @@ def test_transpose_of_dot_becomes_swapped_dot():
     assert new.eqns[0].inputs == tuple(new.invars[::-1])
 
 
+def test_gather_gradient_accumulates_by_scattering_into_the_addend():
+    idx = np.array([2, 0, 2, 3])                      # a repeated index
+    f = fl.grad(lambda z: fnp.sum(z[fnp.asarray(idx)] * fnp.arange(4.0)) + fnp.sum(z * z))
+    z = np.array([1.0, -2.0, 0.5, 3.0, 4.0])
+    closed = _prog(f, fnp.asarray(z))
+    new, consts = optimize(closed.program, closed.consts)
+    names = [e.prim.name for e in new.eqns]
+    assert names.count("scatter") == 1 and names[-1] == "scatter", str(new)
+    expected = 2 * z
+    np.add.at(expected, idx, np.arange(4.0))
+    np.testing.assert_allclose(_run(new, consts, [z])[0], expected)
+    np.testing.assert_allclose(np.asarray(fl.jit(f)(fnp.asarray(z))), expected)
+
+
 def test_broadcast_operands_are_left_to_numpy():
     x, r = fnp.ones((4, 3)), fnp.ones((4,))
     closed = _prog(lambda x, r: x * lax.broadcast_in_dim(r, (4, 3), (0,)) + lax.broadcast_in_dim(
