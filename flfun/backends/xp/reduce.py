@@ -24,6 +24,8 @@ def impls(xp) -> dict:
             return fn(x, axis=axes, out=out)
         return impl
 
+    fn_max, fn_min = xp.maximum.reduce, xp.minimum.reduce     # the ufunc methods: xp.max's wrapper costs more
+
     add_reduce = xp.add.reduce   # the ufunc method directly: np.sum's Python wrapper costs more than the sum
 
     def reduce_sum(x, *, axes, out=None):
@@ -67,8 +69,8 @@ def impls(xp) -> dict:
     return {
         "reduce_sum": reduce_sum,
         "reduce_prod": reduce_prod,
-        "reduce_max": extremum(xp.max, False),
-        "reduce_min": extremum(xp.min, True),
+        "reduce_max": extremum(fn_max, False),
+        "reduce_min": extremum(fn_min, True),
         "reduce_or": lambda x, *, axes, out=None: xp.any(x, axis=axes, out=out),
         "reduce_and": lambda x, *, axes, out=None: xp.all(x, axis=axes, out=out),
         "argmax": arg(xp.argmax),

@@ -61,7 +61,7 @@ def impls(xp) -> dict:
 
     return {
         "broadcast_in_dim": broadcast_in_dim,
-        "reshape": lambda x, *, new_sizes: xp.reshape(x, new_sizes),
+        "reshape": lambda x, *, new_sizes: x.reshape(new_sizes),      # the method: xp.reshape is Python-level
         "transpose": lambda x, *, permutation: xp.transpose(x, permutation),
         "squeeze": lambda x, *, dimensions: xp.squeeze(x, axis=dimensions),
         "expand_dims": lambda x, *, dimensions: xp.expand_dims(x, dimensions),
