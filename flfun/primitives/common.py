@@ -4,38 +4,33 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-import numpy as np
-
-from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, is_weak, short
 
 not_mapped = None
 
 
-class Zero:
-    """A symbolic zero tangent or cotangent of a given aval: rules skip work on it and allocate nothing."""
+class _AvalMarker:
     __slots__ = ("aval",)
 
     def __init__(self, aval: ShapedArray):
         self.aval = aval
 
     def __repr__(self):
-        return f"Zero({self.aval.str_short()})"
+        return f"{type(self).__name__}({self.aval.str_short()})"
+
+
+class Zero(_AvalMarker):
+    """A symbolic zero tangent or cotangent of a given aval: rules skip work on it and allocate nothing."""
+    __slots__ = ()
 
 
 def is_zero(x) -> bool:
     return type(x) is Zero
 
 
-class UndefinedPrimal:
+class UndefinedPrimal(_AvalMarker):
     """Marks a linear input of an equation during transposition (its value is what we solve for)."""
-    __slots__ = ("aval",)
-
-    def __init__(self, aval: ShapedArray):
-        self.aval = aval
-
-    def __repr__(self):
-        return f"UndefinedPrimal({self.aval.str_short()})"
+    __slots__ = ()
 
 
 def is_undefined(x) -> bool:
@@ -50,20 +45,23 @@ def instantiate(t, aval=None):
     return t
 
 
-def tangent_aval(aval) -> ShapedArray:
-    return ShapedArray(aval.shape, aval.dtype)
+def tangent_aval(x) -> ShapedArray:
+    """The aval of a tangent of ``x`` (an aval or a value): its shape and dtype, never weak."""
+    return ShapedArray(x.shape, x.dtype)
+
+
+tangent_aval_of = tangent_aval
 
 
 # -------------------------------------------------------------------------------------------------- shape rules
-_KINDS = {"float": "f", "int": "iu", "bool": "b", "num": "iuf", "intbool": "iub", "any": "iufb"}
+_KINDS = {"float": ("f", "floating"), "int": ("iu", "integer"), "bool": ("b", "boolean"), "num": ("iuf", "numeric"),
+          "intbool": ("iub", "integer or boolean"), "any": ("iufb", "any")}
 
 
 def check_kinds(op: str, kinds: str, *avals) -> None:
-    allowed = _KINDS[kinds]
+    allowed, what = _KINDS[kinds]
     for a in avals:
         if a.dtype.kind not in allowed:
-            what = {"f": "floating", "iu": "integer", "b": "boolean", "iuf": "numeric",
-                    "iub": "integer or boolean", "iufb": "any"}[allowed]
             raise TypeError(f"{op}: requires {what} operands, got {short(a)}")
 
 
@@ -87,7 +85,7 @@ def broadcast_shapes(op: str, *avals) -> tuple[int, ...]:
 
 def naryop_abstract_eval(op: str, kinds: str, out_dtype=None) -> Callable:
     """Shape rule for a broadcasting elementwise op whose operands share one dtype."""
-    allowed = _KINDS[kinds]
+    allowed = _KINDS[kinds][0]
 
     def rule(*avals, **params):
         a0 = avals[0]
@@ -113,10 +111,7 @@ def moveaxis_to_front(x, bdim, size: int):
     """``x`` with its mapped axis first; an unmapped ``x`` is broadcast to have one of length ``size``."""
     if bdim is not_mapped:
         return _S.broadcast_in_dim(x, (size,) + tuple(x.shape), tuple(range(1, len(x.shape) + 1)))
-    if bdim == 0:
-        return x
-    perm = (bdim,) + tuple(i for i in range(len(x.shape)) if i != bdim)
-    return _S.transpose(x, perm)
+    return moveaxis(x, bdim, 0)
 
 
 def moveaxis(x, src: int, dst: int):
@@ -143,6 +138,12 @@ def broadcasting_batch(prim: Primitive) -> Callable:
             new_args.append(a)
         return prim.bind(*new_args, **params), 0
     return rule
+
+
+def batch_axes(axes, bdim: int):
+    """``axes`` renumbered after a mapped axis was inserted at ``bdim``, and where the mapped axis ends up once
+    ``axes`` are removed (reductions, squeeze)."""
+    return tuple(a + (a >= bdim) for a in axes), bdim - sum(a < bdim for a in axes)
 
 
 def vectorized_batch(prim: Primitive) -> Callable:
@@ -174,18 +175,16 @@ def broadcast_to_shape(x, shape: Sequence[int]):
     return _S.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 
-def linear_jvp(prim: Primitive) -> Callable:
-    """jvp of a primitive that is linear in all operands: apply it to the tangents (zeros instantiated)."""
+def linear_jvp(prim: Primitive, nlinear: int | None = None) -> Callable:
+    """jvp of a primitive linear in its first ``nlinear`` operands (default: all), the rest (start indices)
+    being held fixed: apply it to those tangents (zeros instantiated) and the other primals."""
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
-        if all(is_zero(t) for t in tangents):
-            return out, Zero(tangent_aval_of(out))
-        return out, prim.bind(*[instantiate(t) for t in tangents], **params)
+        lin = tangents[:nlinear]
+        if all(is_zero(t) for t in lin):
+            return out, Zero(tangent_aval(out))
+        return out, prim.bind(*[instantiate(t) for t in lin], *primals[len(lin):], **params)
     return rule
-
-
-def tangent_aval_of(x) -> ShapedArray:
-    return ShapedArray(x.shape, x.dtype)
 
 
 def zero_jvp(prim: Primitive) -> Callable:
@@ -193,13 +192,9 @@ def zero_jvp(prim: Primitive) -> Callable:
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
         if prim.multiple_results:
-            return out, [Zero(tangent_aval_of(o)) for o in out]
-        return out, Zero(tangent_aval_of(out))
+            return out, [Zero(tangent_aval(o)) for o in out]
+        return out, Zero(tangent_aval(out))
     return rule
-
-
-def is_float_dtype(dt) -> bool:
-    return dtypes.is_float(dt)
 
 
 # The shape and reduce families import this module; their modules are bound here by flfun/primitives/__init__.py

@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
 from flfun.primitives.common import (broadcast_shapes, broadcast_to_shape, broadcasting_batch, check_kinds,
                                      instantiate, is_undefined, is_zero, linear_jvp, naryop_abstract_eval,
-                                     tangent_aval_of, unbroadcast, vectorized_batch, Zero, zero_jvp)
+                                     tangent_aval, unbroadcast, vectorized_batch, Zero, zero_jvp)
+from flfun.primitives.shape import full
 
 
 def _const(like, value):
     """A 0-d constant with ``like``'s dtype (it broadcasts against ``like``)."""
-    from flfun.primitives.shape import full
     return full((), value, like.dtype)
 
 
@@ -34,7 +32,7 @@ def _unary(name: str, kinds: str = "float", tangent=None, out_dtype=None) -> Pri
         def jvp(primals, tangents, **params):
             (x,), (t,) = primals, tangents
             out = p.bind(x, **params)
-            return out, Zero(tangent_aval_of(out)) if is_zero(t) else tangent(t, x, out)
+            return out, Zero(tangent_aval(out)) if is_zero(t) else tangent(t, x, out)
         p.def_jvp(jvp)
         p.elementwise_tangent = tangent   # J is diagonal: J^T ct = tangent(ct, x, out) (the eager tape uses it)
     return p
@@ -50,19 +48,11 @@ def _binary(name: str, kinds: str = "num", out_dtype=None) -> Primitive:
     return p
 
 
-def _bind1(prim):
-    def fn(x):
-        return bind(prim, x)
-    fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise ``{prim.name}`` primitive: ``lax.{prim.name}(x)``."
-    return fn
-
-
-def _bind2(prim):
-    def fn(x, y):
-        return bind(prim, x, y)
-    fn.__name__ = prim.name
-    fn.__doc__ = f"Elementwise ``{prim.name}`` primitive with numpy broadcasting: ``lax.{prim.name}(x, y)``."
+def _wrapper(prim, binary: bool):
+    fn = (lambda x, y: bind(prim, x, y)) if binary else (lambda x: bind(prim, x))
+    fn.__name__ = fn.__qualname__ = prim.name
+    fn.__doc__ = (f"Elementwise ``{prim.name}`` primitive with numpy broadcasting: ``lax.{prim.name}(x, y)``."
+                  if binary else f"Elementwise ``{prim.name}`` primitive: ``lax.{prim.name}(x)``.")
     return fn
 
 
@@ -95,10 +85,10 @@ round_p = _unary("round")
 is_finite_p = _unary("is_finite", "float", out_dtype=dtypes.bool_)
 not_p = _unary("not", "intbool")
 
+UNARY = (neg_p, abs_p, sign_p, exp_p, log_p, log1p_p, expm1_p, sqrt_p, rsqrt_p, sin_p, cos_p, tan_p, tanh_p,
+         asin_p, acos_p, atan_p, sinh_p, cosh_p, logistic_p, erf_p, floor_p, ceil_p, round_p, is_finite_p, not_p)
 neg, abs, sign, exp, log, log1p, expm1, sqrt, rsqrt, sin, cos, tan, tanh, asin, acos, atan, sinh, cosh, \
-    logistic, erf, floor, ceil, round, is_finite, not_ = map(_bind1, (
-        neg_p, abs_p, sign_p, exp_p, log_p, log1p_p, expm1_p, sqrt_p, rsqrt_p, sin_p, cos_p, tan_p, tanh_p, asin_p,
-        acos_p, atan_p, sinh_p, cosh_p, logistic_p, erf_p, floor_p, ceil_p, round_p, is_finite_p, not_p))
+    logistic, erf, floor, ceil, round, is_finite, not_ = (_wrapper(p, False) for p in UNARY)
 
 # integer_pow: x ** y for a static Python int y (the common x**2 stays one cheap primitive)
 integer_pow_p = Primitive("integer_pow")
@@ -118,7 +108,7 @@ def _integer_pow_jvp(primals, tangents, *, y):
     (x,), (t,) = primals, tangents
     out = integer_pow(x, y)
     if is_zero(t):
-        return out, Zero(tangent_aval_of(out))
+        return out, Zero(tangent_aval(out))
     dfdx = _const(x, 0) if y == 0 else mul(_const(x, y), integer_pow(x, y - 1))
     return out, mul(t, dfdx)
 
@@ -132,22 +122,30 @@ def integer_pow(x, y: int):
 
 
 # --------------------------------------------------------------------------------------------- binary arithmetic
+def _binary_jvp(prim, dx, dy, both=None, ints: bool = False):
+    """jvp from ``dx(tx, x, y, out)`` / ``dy(ty, x, y, out)``, the tangent parts of the nonzero tangents (added,
+    or ``both(tx, ty, x, y, out)`` when both are), broadcast to the output. Integer outputs get a zero tangent
+    unless ``ints``."""
+    def rule(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        out = prim.bind(x, y)
+        if (is_zero(tx) and is_zero(ty)) or not (ints or dtypes.is_float(out.dtype)):
+            return out, Zero(tangent_aval(out))
+        if is_zero(tx) or is_zero(ty):
+            t = dy(ty, x, y, out) if is_zero(tx) else dx(tx, x, y, out)
+        else:
+            t = both(tx, ty, x, y, out) if both else add(dx(tx, x, y, out), dy(ty, x, y, out))
+        return out, broadcast_to_shape(t, out.shape)
+    return rule
+
+
+def _ident(t, *_):
+    return t
+
+
 add_p = _binary("add")
 add_p.inplace = (0, 1)
-
-
-@add_p.def_jvp
-def _add_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = add(x, y)
-    if is_zero(tx) and is_zero(ty):
-        return out, Zero(tangent_aval_of(out))
-    if is_zero(ty):
-        return out, broadcast_to_shape(tx, out.shape)
-    if is_zero(tx):
-        return out, broadcast_to_shape(ty, out.shape)
-    return out, add(tx, ty)
+add_p.def_jvp(_binary_jvp(add_p, _ident, _ident, ints=True))
 
 
 @add_p.def_transpose
@@ -157,20 +155,7 @@ def _add_transpose(ct, x, y):
 
 sub_p = _binary("sub")
 sub_p.inplace = (0, 1)
-
-
-@sub_p.def_jvp
-def _sub_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = sub(x, y)
-    if is_zero(tx) and is_zero(ty):
-        return out, Zero(tangent_aval_of(out))
-    if is_zero(ty):
-        return out, broadcast_to_shape(tx, out.shape)
-    if is_zero(tx):
-        return out, broadcast_to_shape(neg(ty), out.shape)
-    return out, sub(tx, ty)
+sub_p.def_jvp(_binary_jvp(sub_p, _ident, lambda t, *_: neg(t), lambda tx, ty, *_: sub(tx, ty), ints=True))
 
 
 @sub_p.def_transpose
@@ -180,19 +165,7 @@ def _sub_transpose(ct, x, y):
 
 mul_p = _binary("mul")
 mul_p.inplace = (0, 1)
-
-
-@mul_p.def_jvp
-def _mul_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = mul(x, y)
-    terms = [mul(tx, y) if not is_zero(tx) else None, mul(x, ty) if not is_zero(ty) else None]
-    terms = [t for t in terms if t is not None]
-    if not terms:
-        return out, Zero(tangent_aval_of(out))
-    t = terms[0] if len(terms) == 1 else add(*terms)
-    return out, broadcast_to_shape(t, out.shape)
+mul_p.def_jvp(_binary_jvp(mul_p, lambda t, x, y, out: mul(t, y), lambda t, x, y, out: mul(x, t), ints=True))
 
 
 @mul_p.def_transpose
@@ -206,17 +179,8 @@ def _mul_transpose(ct, x, y):
 
 div_p = _binary("div")
 div_p.inplace = (0, 1)
-
-
-@div_p.def_jvp
-def _div_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = div(x, y)
-    if not dtypes.is_float(out.dtype) or (is_zero(tx) and is_zero(ty)):
-        return out, Zero(tangent_aval_of(out))
-    num = tx if is_zero(ty) else (neg(mul(out, ty)) if is_zero(tx) else sub(tx, mul(out, ty)))
-    return out, broadcast_to_shape(div(num, y), out.shape)
+div_p.def_jvp(_binary_jvp(div_p, lambda t, x, y, out: div(t, y), lambda t, x, y, out: div(neg(mul(out, t)), y),
+                          lambda tx, ty, x, y, out: div(sub(tx, mul(out, ty)), y)))
 
 
 @div_p.def_transpose
@@ -227,56 +191,24 @@ def _div_transpose(ct, x, y):
 
 
 rem_p = _binary("rem")
-
-
-@rem_p.def_jvp
-def _rem_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = rem(x, y)
-    if not dtypes.is_float(out.dtype) or (is_zero(tx) and is_zero(ty)):
-        return out, Zero(tangent_aval_of(out))
-    q = div(sub(x, out), y)                      # = trunc(x / y), exact in floating point
-    t = broadcast_to_shape(instantiate(tx), out.shape)
-    if not is_zero(ty):
-        t = sub(t, mul(ty, q))
-    return out, t
-
-
+# d/dy = -trunc(x / y), and (x - out) / y is that quotient exactly in floating point
+rem_p.def_jvp(_binary_jvp(rem_p, _ident, lambda t, x, y, out: neg(mul(t, div(sub(x, out), y)))))
 pow_p = _binary("pow")
-
-
-@pow_p.def_jvp
-def _pow_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = pow(x, y)
-    if not dtypes.is_float(out.dtype) or (is_zero(tx) and is_zero(ty)):
-        return out, Zero(tangent_aval_of(out))
-    t = None
-    if not is_zero(tx):
-        # y * x**(y-1), written to stay finite at x == 0 for y >= 1
-        t = mul(tx, mul(y, pow(x, sub(y, _const(y, 1)))))
-    if not is_zero(ty):
-        safe_log = log(select_n(eq(x, _const(x, 0)), x, broadcast_to_shape(_const(x, 1), x.shape)))
-        ty_term = mul(ty, mul(safe_log, out))
-        t = ty_term if t is None else add(t, ty_term)
-    return out, broadcast_to_shape(t, out.shape)
+# d/dx = y * x**(y-1) stays finite at x == 0 for y >= 1; d/dy = log(x) * out with log(0) taken as 0
+pow_p.def_jvp(_binary_jvp(
+    pow_p, lambda t, x, y, out: mul(t, mul(y, pow(x, sub(y, _const(y, 1))))),
+    lambda t, x, y, out: mul(t, mul(log(select_n(eq(x, _const(x, 0)), x, full(x.shape, 1, x.dtype))), out))))
 
 
 def _minmax_jvp(prim, pick_x):
     def rule(primals, tangents):
-        x, y = primals
-        tx, ty = tangents
+        (x, y), (tx, ty) = primals, tangents
         out = prim.bind(x, y)
         if is_zero(tx) and is_zero(ty):
-            return out, Zero(tangent_aval_of(out))
-        tx = broadcast_to_shape(instantiate(tx) if is_zero(tx) else tx, out.shape)
-        ty = broadcast_to_shape(instantiate(ty) if is_zero(ty) else ty, out.shape)
-        half = _const(out, 0.5)
+            return out, Zero(tangent_aval(out))
+        tx, ty = (broadcast_to_shape(instantiate(t), out.shape) for t in (tx, ty))
         # ties split the tangent evenly (JAX's convention), so max(x, x) has derivative 1
-        tie = mul(add(tx, ty), half)
-        return out, select_n(pick_x(x, y), select_n(eq(x, y), ty, tie), tx)
+        return out, select_n(pick_x(x, y), select_n(eq(x, y), ty, mul(add(tx, ty), _const(out, 0.5))), tx)
     return rule
 
 
@@ -286,23 +218,8 @@ min_p = _binary("min")
 min_p.def_jvp(_minmax_jvp(min_p, lambda x, y: lt(x, y)))
 
 atan2_p = _binary("atan2", "float")
-
-
-@atan2_p.def_jvp
-def _atan2_jvp(primals, tangents):
-    x, y = primals
-    tx, ty = tangents
-    out = atan2(x, y)
-    if is_zero(tx) and is_zero(ty):
-        return out, Zero(tangent_aval_of(out))
-    denom = add(mul(x, x), mul(y, y))
-    t = None
-    if not is_zero(tx):
-        t = mul(tx, div(y, denom))
-    if not is_zero(ty):
-        term = neg(mul(ty, div(x, denom)))
-        t = term if t is None else add(t, term)
-    return out, broadcast_to_shape(t, out.shape)
+atan2_p.def_jvp(_binary_jvp(atan2_p, lambda t, x, y, out: mul(t, div(y, add(mul(x, x), mul(y, y)))),
+                            lambda t, x, y, out: neg(mul(t, div(x, add(mul(x, x), mul(y, y)))))))
 
 
 and_p = _binary("and", "intbool")
@@ -318,10 +235,10 @@ le_p = _binary("le", "num", dtypes.bool_)
 gt_p = _binary("gt", "num", dtypes.bool_)
 ge_p = _binary("ge", "num", dtypes.bool_)
 
+BINARY = (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, and_p, or_p, xor_p, shift_left_p,
+          shift_right_logical_p, shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p)
 add, sub, mul, div, rem, pow, max, min, atan2, and_, or_, xor, shift_left, shift_right_logical, \
-    shift_right_arithmetic, eq, ne, lt, le, gt, ge = map(_bind2, (
-        add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, and_p, or_p, xor_p, shift_left_p,
-        shift_right_logical_p, shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+    shift_right_arithmetic, eq, ne, lt, le, gt, ge = (_wrapper(p, True) for p in BINARY)
 
 
 # ------------------------------------------------------------------------------------------------- select_n
@@ -345,30 +262,19 @@ def _select_n_abstract_eval(which, *cases):
 
 @select_n_p.def_jvp
 def _select_n_jvp(primals, tangents):
-    which, *cases = primals
-    out = select_n(which, *cases)
-    case_ts = tangents[1:]
-    if all(is_zero(t) for t in case_ts) or not dtypes.is_float(out.dtype):
-        return out, Zero(tangent_aval_of(out))
-    ts = [instantiate(t) for t in case_ts]
-    return out, broadcast_to_shape(select_n(which, *ts), out.shape)
+    out = select_n(*primals)
+    if all(is_zero(t) for t in tangents[1:]) or not dtypes.is_float(out.dtype):
+        return out, Zero(tangent_aval(out))
+    return out, broadcast_to_shape(select_n(primals[0], *map(instantiate, tangents[1:])), out.shape)
 
 
 @select_n_p.def_transpose
 def _select_n_transpose(ct, which, *cases):
     if is_undefined(which):
         raise TypeError("select_n: the selector is not a linear input")
-    zeros = None
-    outs = [None]
-    for i, c in enumerate(cases):
-        if not is_undefined(c):
-            outs.append(None)
-            continue
-        if zeros is None:
-            zeros = instantiate(Zero(ShapedArray(ct.shape, ct.dtype)))
-        picked = select_n(which, *[ct if j == i else zeros for j in range(len(cases))])
-        outs.append(unbroadcast(picked, c.aval))
-    return outs
+    zeros = full(ct.shape, 0, ct.dtype)    # some case is the linear input, so it is needed
+    return [None] + [unbroadcast(select_n(which, *[ct if j == i else zeros for j in range(len(cases))]), c.aval)
+                     if is_undefined(c) else None for i, c in enumerate(cases)]
 
 
 select_n_p.def_batch(broadcasting_batch(select_n_p))
@@ -401,7 +307,7 @@ def _clamp_jvp(primals, tangents):
     lo, x, hi = primals
     out = clamp(lo, x, hi)
     if all(is_zero(t) for t in tangents) or not dtypes.is_float(out.dtype):
-        return out, Zero(tangent_aval_of(out))
+        return out, Zero(tangent_aval(out))
     tlo, tx, thi = (broadcast_to_shape(instantiate(t), out.shape) for t in tangents)
     xb = broadcast_to_shape(x, out.shape)
     return out, select_n(lt(xb, lo), select_n(gt(xb, hi), tx, thi), tlo)
@@ -429,7 +335,7 @@ def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type=False):
     (x,), (t,) = primals, tangents
     out = convert_element_type(x, new_dtype, weak_type)
     if is_zero(t) or not dtypes.is_float(new_dtype) or not dtypes.is_float(x.dtype):
-        return out, Zero(tangent_aval_of(out))
+        return out, Zero(tangent_aval(out))
     return out, convert_element_type(t, new_dtype)
 
 
@@ -458,9 +364,3 @@ def stop_gradient(x):
     from flfun.tree import tree_map
     return tree_map(lambda a: bind(stop_gradient_p, a), x)
 
-
-UNARY = (neg_p, abs_p, sign_p, exp_p, log_p, log1p_p, expm1_p, sqrt_p, rsqrt_p, sin_p, cos_p, tan_p, tanh_p,
-         asin_p, acos_p, atan_p, sinh_p, cosh_p, logistic_p, erf_p, floor_p, ceil_p, round_p, is_finite_p, not_p)
-BINARY = (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, and_p, or_p, xor_p, shift_left_p,
-          shift_right_logical_p, shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p)
-del np
