@@ -36,14 +36,12 @@ def _child_names(td: PyTreeDef) -> list[str]:
     if t is dict:
         return [str(k) for k in aux]
     if dataclasses.is_dataclass(t):
-        static = set()
-        fields = dataclasses.fields(t)
-        names = [f.name for f in fields]
+        names = [f.name for f in dataclasses.fields(t)]
         if len(names) > n:    # static fields sit in aux, in field order; the children are the rest
-            static = {f.name for f in fields if f.metadata.get("static")}
-            if len(names) - len(static) != n:
+            names = [f.name for f in dataclasses.fields(t) if not f.metadata.get("static")]
+            if len(names) != n:
                 return [str(i) for i in range(n)]
-        return [nm for nm in names if nm not in static][:n]
+        return names[:n]
     if hasattr(t, "_fields"):
         return list(t._fields)
     return [str(i) for i in range(n)]
@@ -84,6 +82,10 @@ def _to_numpy(name: str, leaf) -> np.ndarray:
     raise CheckpointError(f"save: leaf '{name}' is a {type(leaf).__name__}, not an array")
 
 
+def _little_endian(a: np.ndarray) -> bytes:
+    return a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+
+
 def save(path: str | os.PathLike, tree: Any, metadata: dict[str, str] | None = None) -> str:
     """Write ``tree``'s arrays to ``path`` (safetensors), atomically: readers see the old file or the new one.
 
@@ -104,8 +106,7 @@ def save(path: str | os.PathLike, tree: Any, metadata: dict[str, str] | None = N
     for n, a in zip(names, arrays):
         header[n] = {"dtype": _CODES[a.dtype], "shape": list(a.shape), "data_offsets": [offset, offset + a.nbytes]}
         offset += a.nbytes
-    for a in arrays:
-        digest.update(a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes())
+        digest.update(_little_endian(a))
     header["__metadata__"] = {**(metadata or {}), "format": "flfun", "sha256": digest.hexdigest()}
     blob = json.dumps(header, separators=(",", ":")).encode()
     blob += b" " * (-len(blob) % 8)
@@ -117,7 +118,7 @@ def save(path: str | os.PathLike, tree: Any, metadata: dict[str, str] | None = N
             f.write(struct.pack("<Q", len(blob)))
             f.write(blob)
             for a in arrays:
-                f.write(a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes())
+                f.write(_little_endian(a))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -148,8 +149,7 @@ def _read(path: str) -> tuple[dict, dict[str, np.ndarray]]:
     meta = header.pop("__metadata__", None) or {}
     body = memoryview(data)[8 + n:]
     arrays, end = {}, 0
-    for name, info in sorted(header.items(), key=lambda kv: _offsets(path, kv)[0]):
-        begin, stop = _offsets(path, (name, info))
+    for (begin, stop), name, info in sorted((_offsets(path, n, i), n, i) for n, i in header.items()):
         dt = _DTYPES.get(info.get("dtype"))
         if dt is None:
             raise CheckpointError(f"load: {path!r}: key '{name}' has unsupported dtype {info.get('dtype')!r}")
@@ -168,8 +168,7 @@ def _read(path: str) -> tuple[dict, dict[str, np.ndarray]]:
     return meta, arrays
 
 
-def _offsets(path, item) -> tuple[int, int]:
-    name, info = item
+def _offsets(path, name, info) -> tuple[int, int]:
     off = info.get("data_offsets") if isinstance(info, dict) else None
     if not (isinstance(off, list) and len(off) == 2 and all(isinstance(o, int) for o in off) and off[0] <= off[1]):
         raise CheckpointError(f"load: {path!r} is corrupt: key '{name}' has bad data_offsets {off!r}")

@@ -6,6 +6,8 @@ does. Python scalars are *weak*: they take the dtype of the array they meet (``f
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 bool_ = np.dtype(np.bool_)
@@ -16,9 +18,7 @@ float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.fl
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
 SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64)
-_SHORT = {bool_: "bool", float16: "f16", float32: "f32", float64: "f64",
-          int8: "i8", int16: "i16", int32: "i32", int64: "i64",
-          uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64"}
+_SHORT = {d: "bool" if d == bool_ else f"{d.kind}{d.itemsize * 8}" for d in SUPPORTED}   # f32, i64, u8, ...
 
 
 def canonicalize(dtype) -> np.dtype:
@@ -53,10 +53,6 @@ def is_int(dtype) -> bool:
 
 def is_unsigned(dtype) -> bool:
     return np.dtype(dtype).kind == "u"
-
-
-def is_bool(dtype) -> bool:
-    return np.dtype(dtype).kind == "b"
 
 
 def finfo(dtype):
@@ -100,10 +96,6 @@ def _promote_strong(a: np.dtype, b: np.dtype) -> np.dtype:
     return DEFAULT_FLOAT                       # int64 with uint64 has no integer home
 
 
-def _weak_kind(x) -> int:
-    return 0 if isinstance(x, bool) else 1 if isinstance(x, int) else 2
-
-
 def result_type(*dtypes_and_weak: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
     """Promote ``(dtype, is_weak)`` pairs; returns the result's ``(dtype, is_weak)``.
 
@@ -111,17 +103,12 @@ def result_type(*dtypes_and_weak: tuple[np.dtype, bool]) -> tuple[np.dtype, bool
     """
     strong = [d for d, w in dtypes_and_weak if not w]
     weak = [d for d, w in dtypes_and_weak if w]
-    if strong:
-        out = strong[0]
-        for d in strong[1:]:
-            out = _promote_strong(out, d)
-        for d in weak:
-            if d.kind == "f" and out.kind != "f":
-                out = DEFAULT_FLOAT
-            elif d.kind in "iu" and out.kind == "b":
-                out = DEFAULT_INT
-        return out, False
-    out = weak[0]
-    for d in weak[1:]:
-        out = _promote_strong(out, d)
-    return out, True
+    out = functools.reduce(_promote_strong, strong or weak)
+    if not strong:
+        return out, True
+    for d in weak:
+        if d.kind == "f" and out.kind != "f":
+            out = DEFAULT_FLOAT
+        elif d.kind in "iu" and out.kind == "b":
+            out = DEFAULT_INT
+    return out, False

@@ -47,10 +47,6 @@ class Literal:
         return f"Literal({self.val.item()!r}:{dtypes.short_name(self.aval.dtype)})"
 
 
-def is_literal(v) -> bool:
-    return type(v) is Literal
-
-
 @dataclass(frozen=True)
 class Eqn:
     prim: Primitive
@@ -105,12 +101,9 @@ class ClosedProgram:
 
 def _names():
     for n in itertools.count():
-        s, n2 = "", n
-        while True:
-            s = chr(ord("a") + n2 % 26) + s
-            n2 = n2 // 26 - 1
-            if n2 < 0:
-                break
+        s = ""
+        while n >= 0:
+            s, n = chr(ord("a") + n % 26) + s, n // 26 - 1
         yield s
 
 
@@ -155,11 +148,8 @@ def pretty(p: Program) -> str:
 
 def eval_program(program: Program, consts, args) -> list:
     """Evaluate a program by binding each equation (so it runs under whatever transforms are active)."""
-    env: dict[int, Any] = {}
-    for v, x in zip(program.constvars, consts):
-        env[v.id] = x
-    for v, x in zip(program.invars, args):
-        env[v.id] = x
+    env: dict[int, Any] = {v.id: x for vs, xs in ((program.constvars, consts), (program.invars, args))
+                           for v, x in zip(vs, xs)}
 
     def read(v):
         return v.val if isinstance(v, Literal) else env[v.id]

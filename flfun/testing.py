@@ -17,6 +17,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from flfun import dtypes
+from flfun import numpy as fnp
+from flfun.transforms.jvp import jvp
+from flfun.transforms.vjp import vjp
+from flfun.transforms.vmap import vmap
 from flfun.tree import tree_flatten, tree_map, tree_unflatten
 
 try:
@@ -93,26 +97,19 @@ def _assert_close(what, actual, expected, atol, rtol):
 
 def check_jvp(f: Callable, args: Sequence, *, eps: float | None = None, atol=1e-4, rtol=1e-3, seed=0) -> None:
     """jvp of ``f`` at ``args`` equals the central finite difference along a random direction."""
-    from flfun.transforms.jvp import jvp
-    from flfun import numpy as fnp
     rng = np.random.default_rng(seed)
     args = [np.asarray(a) for a in args]
     tangents = [_rand_like(rng, a) for a in args]
     eps = eps or (1e-6 if all(a.dtype != np.float32 for a in args if a.dtype.kind == "f") else 1e-3)
     _, t_out = jvp(f, tuple(fnp.asarray(a) for a in args), tuple(fnp.asarray(t) for t in tangents))
-    shifted = [lambda s: tuple(fnp.asarray((a + s * eps * t).astype(a.dtype)) if a.dtype.kind == "f"
-                               else fnp.asarray(a) for a, t in zip(args, tangents))]
-    plus = tree_flatten(f(*shifted[0](1)))[0]
-    minus = tree_flatten(f(*shifted[0](-1)))[0]
+    plus, minus = (tree_flatten(f(*[fnp.asarray((a + s * eps * t).astype(a.dtype)) if a.dtype.kind == "f"
+                                    else fnp.asarray(a) for a, t in zip(args, tangents)]))[0] for s in (1, -1))
     fd = [(_f64(p) - _f64(m)) / (2 * eps) for p, m in zip(plus, minus)]
     _assert_close("jvp vs finite differences", tree_flatten(t_out)[0], fd, atol, rtol)
 
 
 def check_vjp(f: Callable, args: Sequence, *, atol=1e-4, rtol=1e-3, seed=0) -> None:
     """The dot-product identity ``<ct, J t> == <J^T ct, t>`` (checks every transpose rule used by ``f``)."""
-    from flfun.transforms.jvp import jvp
-    from flfun.transforms.vjp import vjp
-    from flfun import numpy as fnp
     rng = np.random.default_rng(seed + 1)
     args = [np.asarray(a) for a in args]
     tangents = [_rand_like(rng, a) for a in args]
@@ -137,9 +134,6 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
 
         check_grads(lambda x: fnp.sum(fnp.tanh(x) ** 2), (np.ones(3),), order=2)
     """
-    from flfun.transforms.jvp import jvp
-    from flfun.transforms.vjp import vjp
-    from flfun import numpy as fnp
     if "fwd" in modes:
         check_jvp(f, args, eps=eps, atol=atol, rtol=rtol)
     if "rev" in modes:
@@ -159,8 +153,6 @@ def check_grads(f: Callable, args: Sequence, order: int = 1, modes: Sequence[str
 
 def check_vmap(f: Callable, args: Sequence, in_axes=0, *, atol=1e-6, rtol=1e-6) -> None:
     """``vmap(f, in_axes)(*args)`` equals stacking ``f`` applied to each slice in a Python loop."""
-    from flfun.transforms.vmap import vmap
-    from flfun import numpy as fnp
     axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
     sizes = {np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None}
     if len(sizes) != 1:

@@ -44,29 +44,23 @@ def register_dataclass(cls=None, *, static: tuple[str, ...] = ()):
             b: Array
     """
     def wrap(cls):
-        fields = [f.name for f in dataclasses.fields(cls)]
-        static_names = tuple(f.name for f in dataclasses.fields(cls)
-                             if f.metadata.get("static") or f.name in static)
-        dynamic = tuple(n for n in fields if n not in static_names)
+        fields = dataclasses.fields(cls)
+        static_names = tuple(f.name for f in fields if f.metadata.get("static") or f.name in static)
+        dynamic = tuple(f.name for f in fields if f.name not in static_names)
 
         def flatten(x):
             return tuple(getattr(x, n) for n in dynamic), tuple(getattr(x, n) for n in static_names)
 
         def unflatten(aux, children):
             obj = object.__new__(cls)
-            for n, v in zip(dynamic, children):
-                object.__setattr__(obj, n, v)
-            for n, v in zip(static_names, aux):
-                object.__setattr__(obj, n, v)
+            for names, values in ((dynamic, children), (static_names, aux)):
+                for n, v in zip(names, values):
+                    object.__setattr__(obj, n, v)
             return obj
 
         register_pytree_node(cls, flatten, unflatten)
         return cls
     return wrap if cls is None else wrap(cls)
-
-
-def _is_namedtuple(x) -> bool:
-    return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
 class PyTreeDef(NamedTuple):
@@ -80,10 +74,7 @@ class PyTreeDef(NamedTuple):
         return 1 if self.node_type is None else sum(c.num_leaves for c in self.children)
 
     def __repr__(self) -> str:
-        if self.node_type is None:
-            return "*"
-        inner = ", ".join(map(repr, self.children))
-        return f"{self.node_type.__name__}({inner})"
+        return "*" if self.node_type is None else f"{self.node_type.__name__}({', '.join(map(repr, self.children))})"
 
 
 LEAF = PyTreeDef(None, None, ())
@@ -93,16 +84,13 @@ def _node(x):
     t = type(x)
     if t in _REGISTRY:
         return t, _REGISTRY[t]
-    if _is_namedtuple(x):
+    if isinstance(x, tuple) and hasattr(t, "_fields"):     # namedtuple
         return t, (lambda n: (tuple(n), None), lambda _, c, t=t: t(*c))
     return None, None
 
 
 def _flatten(x, leaves: list, is_leaf) -> PyTreeDef:
-    if is_leaf is not None and is_leaf(x):
-        leaves.append(x)
-        return LEAF
-    t, fns = _node(x)
+    t, fns = (None, None) if is_leaf is not None and is_leaf(x) else _node(x)
     if t is None:
         leaves.append(x)
         return LEAF

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 
 def safe_zip(*seqs: Sequence) -> list[tuple]:
@@ -17,20 +17,6 @@ def safe_zip(*seqs: Sequence) -> list[tuple]:
 def safe_map(f: Callable, *seqs: Sequence) -> list:
     """map over sequences of equal length: ``safe_map(abs, [-1, 2]) == [1, 2]``."""
     return [f(*args) for args in safe_zip(*seqs)]
-
-
-def unzip2(pairs: Iterable[tuple[Any, Any]]) -> tuple[list, list]:
-    """``unzip2([(1, 'a'), (2, 'b')]) == ([1, 2], ['a', 'b'])``."""
-    xs, ys = [], []
-    for x, y in pairs:
-        xs.append(x)
-        ys.append(y)
-    return xs, ys
-
-
-def split_list(xs: Sequence, n: int) -> tuple[list, list]:
-    """``split_list([1, 2, 3], 1) == ([1], [2, 3])``."""
-    return list(xs[:n]), list(xs[n:])
 
 
 def prod(xs: Iterable[int]) -> int:

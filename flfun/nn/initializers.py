@@ -120,23 +120,6 @@ def torch_default(in_axis: int = -2, out_axis: int = -1) -> Initializer:
 
 xavier_uniform, xavier_normal, kaiming_normal, kaiming_uniform = glorot_uniform, glorot_normal, he_normal, he_uniform
 
-__all__ = [
-    "compute_fans",
-    "constant",
-    "glorot_normal",
-    "glorot_uniform",
-    "he_normal",
-    "he_uniform",
-    "kaiming_normal",
-    "kaiming_uniform",
-    "lecun_normal",
-    "normal",
-    "ones",
-    "torch_default",
-    "truncated_normal",
-    "uniform",
-    "variance_scaling",
-    "xavier_normal",
-    "xavier_uniform",
-    "zeros",
-]
+__all__ = ["compute_fans", "constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
+           "kaiming_normal", "kaiming_uniform", "lecun_normal", "normal", "ones", "torch_default",
+           "truncated_normal", "uniform", "variance_scaling", "xavier_normal", "xavier_uniform", "zeros"]

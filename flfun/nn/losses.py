@@ -9,13 +9,9 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 
 def _reduce(x, reduction: str, fn: str):
-    if reduction == "mean":
-        return fnp.mean(x)
-    if reduction == "sum":
-        return fnp.sum(x)
-    if reduction == "none":
-        return x
-    raise ValueError(f"{fn}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{fn}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    return fnp.mean(x) if reduction == "mean" else fnp.sum(x) if reduction == "sum" else x
 
 
 def softmax_cross_entropy(logits, labels, *, reduction: str = "mean") -> Array:

@@ -33,18 +33,16 @@ def static_field(**kwargs) -> Any:
 def _wrap_init(init):
     @functools.wraps(init)
     def __init__(self, *args, **kwargs):
-        outer = _BUILDING not in self.__dict__
-        if outer:
-            object.__setattr__(self, _BUILDING, True)
+        if _BUILDING in self.__dict__:      # a subclass's __init__ calling this one
+            return init(self, *args, **kwargs)
+        object.__setattr__(self, _BUILDING, True)
         try:
             init(self, *args, **kwargs)
         finally:
-            if outer:
-                object.__delattr__(self, _BUILDING)
-        if outer:
-            missing = [f.name for f in dataclasses.fields(self) if f.name not in self.__dict__]
-            if missing:
-                raise ValueError(f"{type(self).__name__}.__init__ did not set field(s) {', '.join(missing)}")
+            object.__delattr__(self, _BUILDING)
+        missing = [f.name for f in dataclasses.fields(self) if f.name not in self.__dict__]
+        if missing:
+            raise ValueError(f"{type(self).__name__}.__init__ did not set field(s) {', '.join(missing)}")
     return __init__
 
 
@@ -99,10 +97,7 @@ class Module:
         return obj
 
     def __repr__(self) -> str:
-        parts = []
-        for f in dataclasses.fields(self):
-            v = self.__dict__.get(f.name)
-            parts.append(f"{f.name}={_short_repr(v)}")
+        parts = [f"{f.name}={_short_repr(self.__dict__.get(f.name))}" for f in dataclasses.fields(self)]
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
@@ -126,10 +121,7 @@ def count_params(tree) -> int:
         >>> count_params(Linear(3, 4, key=key))
         16
     """
-    n = 0
-    for leaf in tree_leaves(tree):
-        n += int(getattr(leaf, "size", 1))
-    return n
+    return sum(int(getattr(leaf, "size", 1)) for leaf in tree_leaves(tree))
 
 
 __all__ = ["Module", "count_params", "static_field"]

@@ -14,26 +14,12 @@ import numpy as np
 from flfun import core
 from flfun.array import Array
 from flfun.config import config
-from flfun.core import (
-    Primitive,
-    ShapedArray,
-    Tracer,
-    _state,
-    get_aval,
-    register_impl,
-    to_array,
-)
+from flfun.core import Primitive, ShapedArray, Tracer, _state, get_aval, register_impl, to_array
 from flfun.executor import Executable, writes_out
 from flfun.ir import ClosedProgram, Eqn, Literal, Program, Var, eval_program
 from flfun.memory.planner import plan_program
 from flfun.passes import optimize, partial_eval
-from flfun.primitives.common import (
-    Zero,
-    is_zero,
-    moveaxis_to_front,
-    not_mapped,
-    tangent_aval,
-)
+from flfun.primitives.common import Zero, is_zero, moveaxis_to_front, not_mapped, tangent_aval
 from flfun.transforms.staging import trace_to_program
 
 DEFAULT_STRATEGY = "auto"
