@@ -430,14 +430,22 @@ asinh, acosh, atanh = arcsinh, arccosh, arctanh
 
 
 def copysign(x1, x2, /):
-    """``|x1|`` with the sign of ``x2``."""
+    """``|x1|`` with the sign of ``x2`` (including a zero's sign): ``fnp.copysign(1.0, -0.0) == -1.0``."""
     a, b = promote("copysign", x1, x2, to_float=True)
-    return lax.select(lax.lt(b, _zero(b)), lax.neg(lax.abs(a)), lax.abs(a))
+    return lax.select(signbit(b), lax.neg(lax.abs(a)), lax.abs(a))
 
 
 def signbit(x, /):
-    """True where the sign bit is set (negative values)."""
+    """True where the sign bit is set: negative values and ``-0.0`` (a NaN's sign is not seen: False).
+
+    Example::
+
+        >>> fnp.signbit(fnp.asarray([-1.0, -0.0, 0.0])).tolist()
+        [True, True, False]
+    """
     x = asarray_like(x)
+    if dtypes.is_float(x.dtype):   # atan2(-0.0, -1) = -pi keeps a zero's sign, with no division by zero
+        return lax.lt(lax.atan2(x, lax.neg(_one(x))), _zero(x))
     return lax.lt(x, _zero(x))
 
 
@@ -480,6 +488,12 @@ def real(x, /):
     return asarray_like(x)
 
 
+def imag(x, /):
+    """Imaginary part: zeros of ``x``'s dtype, as flfun has no complex dtypes (numpy's behaviour for real input)."""
+    x = asarray_like(x)
+    return lax.full(x.shape, 0, x.dtype)
+
+
 def nan_to_num(x, /, nan=0.0, posinf=None, neginf=None):
     """Replace NaN and infinities by finite numbers."""
     x = asarray_like(x)
@@ -498,7 +512,7 @@ __all__ = ["abs", "absolute", "acos", "acosh", "add", "arccos", "arccosh", "arcs
            "bitwise_invert", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
            "bitwise_xor", "ceil", "clip", "conj", "conjugate", "copysign", "cos", "cosh", "divide", "divmod",
            "equal", "exp", "exp2", "expm1", "float_power", "floor", "floor_divide", "fmod", "greater",
-           "greater_equal", "hypot", "invert", "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal",
+           "greater_equal", "hypot", "imag", "invert", "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal",
            "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or",
            "logical_xor", "maximum", "minimum", "mod", "multiply", "nan_to_num", "negative", "not_equal",
            "positive", "pow", "power", "real", "reciprocal", "remainder", "right_shift", "round", "sign",
