@@ -100,9 +100,7 @@ def save(path: str | os.PathLike, tree: Any, metadata: dict[str, str] | None = N
         raise ValueError("save: metadata must be a dict of str to str")
     names, leaves, _ = tree_paths(tree)
     arrays = [_to_numpy(n, l) for n, l in zip(names, leaves)]
-    header: dict[str, Any] = {}
-    offset = 0
-    digest = hashlib.sha256()
+    header, offset, digest = {}, 0, hashlib.sha256()
     for n, a in zip(names, arrays):
         header[n] = {"dtype": _CODES[a.dtype], "shape": list(a.shape), "data_offsets": [offset, offset + a.nbytes]}
         offset += a.nbytes

@@ -21,14 +21,13 @@ SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, fl
 _SHORT = {d: "bool" if d == bool_ else f"{d.kind}{d.itemsize * 8}" for d in SUPPORTED}   # f32, i64, u8, ...
 
 
+_PY_TYPES = {float: DEFAULT_FLOAT, int: DEFAULT_INT, bool: bool_}
+
+
 def canonicalize(dtype) -> np.dtype:
     """The numpy dtype for ``dtype`` ('float32', np.float32, float, ...), or a clear error if unsupported."""
-    if dtype is float:
-        return DEFAULT_FLOAT
-    if dtype is int:
-        return DEFAULT_INT
-    if dtype is bool:
-        return bool_
+    if isinstance(dtype, type) and dtype in _PY_TYPES:
+        return _PY_TYPES[dtype]
     try:
         dt = np.dtype(dtype)
     except TypeError:

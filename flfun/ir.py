@@ -68,13 +68,8 @@ class Program:
 
     __repr__ = __str__
 
-    @property
-    def in_avals(self) -> list[ShapedArray]:
-        return [v.aval for v in self.invars]
-
-    @property
-    def out_avals(self) -> list[ShapedArray]:
-        return [v.aval for v in self.outvars]
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
 
 
 class ClosedProgram:
@@ -134,9 +129,7 @@ def pretty(p: Program) -> str:
     def decl(v):
         return f"{name(v)}:{v.aval.str_short()}"
 
-    consts = " ".join(decl(v) for v in p.constvars)
-    ins = " ".join(decl(v) for v in p.invars)
-    lines = [f"{{ lambda {consts}; {ins}. let"]
+    lines = [f"{{ lambda {' '.join(map(decl, p.constvars))}; {' '.join(map(decl, p.invars))}. let"]
     for e in p.eqns:
         outs = " ".join(decl(v) for v in e.outputs)
         params = ", ".join(f"{k}={_fmt_param(v)}" for k, v in sorted(e.params.items()))

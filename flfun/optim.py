@@ -198,14 +198,11 @@ def clip_by_global_norm(max_norm: float) -> GradientTransformation:
     """
     _check_positive("clip_by_global_norm", False, max_norm=max_norm)
 
-    def init(params):
-        return EmptyState()
-
     def update(grads, state, params=None):
         coef = fnp.minimum(max_norm / (global_norm(grads) + 1e-6), 1.0)
         return tree_map(lambda g: _as(g * coef, g.dtype), grads), state
 
-    return GradientTransformation(init, update)
+    return GradientTransformation(lambda params: EmptyState(), update)
 
 
 def chain(*transforms: GradientTransformation) -> GradientTransformation:
@@ -219,9 +216,6 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
         if not isinstance(t, GradientTransformation):
             raise ValueError(f"chain: argument {i} is not a GradientTransformation: {t!r:.60}")
 
-    def init(params):
-        return ChainState(tuple(t.init(params) for t in transforms))
-
     def update(grads, state, params=None):
         new_states = []
         for t, s in zip(transforms, state.states):
@@ -229,7 +223,7 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
             new_states.append(s)
         return grads, ChainState(tuple(new_states))
 
-    return GradientTransformation(init, update)
+    return GradientTransformation(lambda params: ChainState(tuple(t.init(params) for t in transforms)), update)
 
 
 # ---------------------------------------------------------------------------------------------- schedules

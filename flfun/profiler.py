@@ -51,9 +51,7 @@ class Profile:
 
     def on_call(self, name: str, t0: int, t1: int, fresh, out) -> None:
         nbytes = sum(int(b.nbytes) for b in fresh)
-        st = self.ops.get(name)
-        if st is None:
-            st = self.ops[name] = OpStats(name)
+        st = self.ops.get(name) or self.ops.setdefault(name, OpStats(name))
         dt = t1 - t0
         st.calls += 1
         st.time_ns += dt
@@ -87,13 +85,12 @@ class Profile:
         total = self.total_ns or 1
         head = f"{'primitive':<24}{'calls':>8}{'total':>12}{'%':>7}{'mean':>11}{'max':>11}{'allocated':>13}"
         lines = [head, "-" * len(head)]
-        for s in rows:
-            lines.append(f"{s.name:<24}{s.calls:>8}{_ms(s.time_ns):>12}{100 * s.time_ns / total:>6.1f}%"
-                         f"{_us(s.mean_ns):>11}{_us(s.max_ns):>11}{_fmt(s.bytes):>13}")
-        lines.append("-" * len(head))
-        lines.append(f"{'total in impls':<24}{sum(s.calls for s in self.ops.values()):>8}{_ms(self.total_ns):>12}"
-                     f"{'':>7}{'':>11}{'':>11}{_fmt(sum(s.bytes for s in self.ops.values())):>13}")
-        lines.append(f"wall time of the block: {_ms(self.wall_ns)}")
+        lines += [f"{s.name:<24}{s.calls:>8}{_ms(s.time_ns):>12}{100 * s.time_ns / total:>6.1f}%"
+                  f"{_us(s.mean_ns):>11}{_us(s.max_ns):>11}{_fmt(s.bytes):>13}" for s in rows]
+        lines += ["-" * len(head),
+                  f"{'total in impls':<24}{sum(s.calls for s in self.ops.values()):>8}{_ms(self.total_ns):>12}"
+                  f"{'':>7}{'':>11}{'':>11}{_fmt(sum(s.bytes for s in self.ops.values())):>13}",
+                  f"wall time of the block: {_ms(self.wall_ns)}"]
         return "\n".join(lines)
 
     def __str__(self):

@@ -15,6 +15,7 @@ import numpy as np
 from flfun import dtypes, lax
 from flfun import numpy as fnp
 from flfun.array import Array
+from flfun.core import short
 from flfun.util import canonical_axis, prod
 
 _U32 = np.dtype(np.uint32)
@@ -67,9 +68,8 @@ def _check_key(key, fn: str):
     if not isinstance(key, Array):
         raise ValueError(f"{fn}: key must be a uint32[2] array from flfun.random.key, got {type(key).__name__}")
     if key.shape != (2,) or key.dtype != _U32:
-        raise ValueError(f"{fn}: key must be a uint32[2] array from flfun.random.key, got "
-                         f"{dtypes.short_name(key.dtype)}[{','.join(map(str, key.shape))}] (under vmap, map "
-                         f"over the leading axis of a batch of keys)")
+        raise ValueError(f"{fn}: key must be a uint32[2] array from flfun.random.key, got {short(key)} (under "
+                         f"vmap, map over the leading axis of a batch of keys)")
     return key
 
 
@@ -105,9 +105,7 @@ def _hash_counters(key, shape: tuple[int, ...]):
         raise ValueError(f"random: at most 2**32 - 1 values per call, got shape {shape}")
     m = (max(n, 1),)
     y0, y1 = _threefry_key(key, lax.full(m, 0, _U32), lax.iota(_U32, m, 0))
-    if n == 0:
-        y0, y1 = (lax.slice(y, (0,), (0,)) for y in (y0, y1))
-    return lax.reshape(y0, shape), lax.reshape(y1, shape)
+    return tuple(lax.reshape(lax.slice(y, (0,), (0,)) if n == 0 else y, shape) for y in (y0, y1))
 
 
 # ---------------------------------------------------------------------------------------------------- keys
@@ -130,10 +128,8 @@ def key(seed) -> Array:
     if not isinstance(seed, Array) or seed.shape != () or not dtypes.is_int(seed.dtype):
         raise ValueError(f"key: seed must be an integer scalar, got {seed!r:.60}")
     lo = lax.convert_element_type(seed, _U32)
-    if seed.dtype.itemsize == 8:
-        hi = lax.convert_element_type(lax.shift_right_logical(seed, seed.dtype.type(32)), _U32)
-    else:
-        hi = lax.full((), 0, _U32)
+    hi = (lax.convert_element_type(lax.shift_right_logical(seed, seed.dtype.type(32)), _U32)
+          if seed.dtype.itemsize == 8 else lax.full((), 0, _U32))
     return _stack_last(hi, lo)
 
 
@@ -187,11 +183,9 @@ def bits(key: Array, shape: Sequence[int] = (), dtype=np.uint32) -> Array:
 # ------------------------------------------------------------------------------------------------- floats
 def _unit(key, shape, dt):
     """Floats in ``[0, 1)`` with all mantissa bits random (the same values as JAX's bit trick)."""
-    nmant = np.finfo(dt).nmant
-    nbits = dt.itemsize * 8
+    nmant, nbits = np.finfo(dt).nmant, dt.itemsize * 8
     ut = np.dtype(f"uint{nbits}")
-    b = bits(key, shape, ut)
-    mant = lax.shift_right_logical(b, ut.type(nbits - nmant))
+    mant = lax.shift_right_logical(bits(key, shape, ut), ut.type(nbits - nmant))
     return lax.mul(lax.convert_element_type(mant, dt), dt.type(2.0 ** -nmant))
 
 
@@ -298,9 +292,7 @@ def categorical(key: Array, logits, axis: int = -1, shape: Sequence[int] | None 
     key = _check_key(key, "categorical")
     logits = fnp.asarray(logits) if not isinstance(logits, Array) else logits
     axis = canonical_axis(axis, logits.ndim, "categorical")
-    if axis != logits.ndim - 1:
-        perm = tuple(i for i in range(logits.ndim) if i != axis) + (axis,)
-        logits = lax.transpose(logits, perm)
+    logits = logits if axis == logits.ndim - 1 else fnp.moveaxis(logits, axis, -1)
     batch = tuple(logits.shape[:-1])
     shape = batch if shape is None else _canonical_shape(shape, "categorical")
     if tuple(shape[len(shape) - len(batch):]) != batch:

@@ -66,8 +66,7 @@ def valid_axes(ndim: int, *, allow_none: bool = True, allow_negative: bool = Tru
     if single:
         return one
     many = st.lists(st.integers(0, ndim - 1), unique=True, max_size=ndim).map(tuple)
-    options = [one, many] + ([st.none()] if allow_none else [])
-    return st.one_of(*options)
+    return st.one_of(one, many, *([st.none()] if allow_none else []))
 
 
 # ------------------------------------------------------------------------------------------------------ checks

@@ -11,6 +11,7 @@ import dataclasses
 import functools
 from typing import Any
 
+from flfun.core import short
 from flfun.tree import register_dataclass, tree_leaves
 
 _BUILDING = "_flfun_building"
@@ -103,8 +104,7 @@ class Module:
 
 def _short_repr(v) -> str:
     if hasattr(v, "shape") and hasattr(v, "dtype"):
-        from flfun.dtypes import short_name
-        return f"{short_name(v.dtype)}[{','.join(map(str, v.shape))}]"
+        return short(v)
     if isinstance(v, (list, tuple)) and any(isinstance(e, Module) for e in v):
         inner = ", ".join(_short_repr(e) for e in v)
         return f"[{inner}]" if isinstance(v, list) else f"({inner})"

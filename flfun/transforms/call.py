@@ -192,8 +192,8 @@ def _jit_impl_for(backend: str) -> Callable:
     return impl
 
 
-register_impl(jit_p, "numpy", _jit_impl_for("numpy"))
-register_impl(jit_p, "cupy", _jit_impl_for("cupy"))
+for _backend in ("numpy", "cupy"):
+    register_impl(jit_p, _backend, _jit_impl_for(_backend))
 
 
 __all__ = ["jit_p", "close_program", "trace_closed", "compile_program", "DEFAULT_STRATEGY"]

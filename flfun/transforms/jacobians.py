@@ -66,11 +66,8 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         in_avals = [get_aval(x) for x in leaves]
         out = vmap(lambda *t: jvp(g, dargs, tree_unflatten(tree, t))[1], in_axes=0, out_axes=-1)(*_basis(in_avals))
         out_leaves, out_tree = tree_flatten(out)
-        per_out = []
-        for o in out_leaves:
-            blocks = _split_axis(o, in_avals, len(o.shape) - 1)
-            per_out.append(tree_unflatten(tree, blocks) if multiple else blocks[0] if len(blocks) == 1
-                           else tree_unflatten(tree, blocks)[0])
+        per_out = [tree_unflatten(tree, b) if multiple else b[0] if len(b) == 1 else tree_unflatten(tree, b)[0]
+                   for b in (_split_axis(o, in_avals, len(o.shape) - 1) for o in out_leaves)]
         return tree_unflatten(out_tree, per_out)
     return jac
 

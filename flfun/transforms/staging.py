@@ -43,10 +43,9 @@ class ProgramBuilder:
         return t
 
     def build(self, in_tracers, out_tracers) -> tuple[Program, list]:
-        invars = [self.tracer_vars[id(t)] for t in in_tracers]
-        outvars = [self.tracer_vars[id(t)] for t in out_tracers]
-        constvars = [v for v, _ in self.consts]
-        return Program(constvars, invars, list(self.eqns), outvars), [c for _, c in self.consts]
+        var = self.tracer_vars
+        return (Program([v for v, _ in self.consts], [var[id(t)] for t in in_tracers], list(self.eqns),
+                        [var[id(t)] for t in out_tracers]), [c for _, c in self.consts])
 
 
 class StagingTrace(Trace):
@@ -64,10 +63,8 @@ class StagingTrace(Trace):
 
     def process_primitive(self, prim, tracers, params):
         avals_out = prim.abstract_eval(*[t.aval for t in tracers], **params)
-        if not prim.multiple_results:
-            avals_out = [avals_out]
-        outs = [self.builder.new_tracer(self, a) for a in avals_out]
         b = self.builder
+        outs = [b.new_tracer(self, a) for a in (avals_out if prim.multiple_results else [avals_out])]
         b.eqns.append(Eqn(prim, tuple(b.tracer_vars[id(t)] for t in tracers),
                           tuple(b.tracer_vars[id(t)] for t in outs), params))
         return outs
