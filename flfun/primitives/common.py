@@ -146,6 +146,14 @@ def batch_axes(axes, bdim: int):
     return tuple(a + (a >= bdim) for a in axes), bdim - sum(a < bdim for a in axes)
 
 
+def front_batch(fn: Callable) -> Callable:
+    """Batch rule ``fn(size, *args, **params)`` on operands whose mapped axis was moved to the front (unmapped ones
+    broadcast); the result is mapped along axis 0."""
+    def rule(axis, args, dims, **params):
+        return fn(axis.size, *[moveaxis_to_front(a, d, axis.size) for a, d in zip(args, dims)], **params), 0
+    return rule
+
+
 def vectorized_batch(prim: Primitive) -> Callable:
     """Batch rule for unary elementwise ops (the mapped axis stays where it is)."""
     def rule(axis, args, dims, **params):

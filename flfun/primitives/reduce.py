@@ -7,44 +7,45 @@ from __future__ import annotations
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
 from flfun.primitives import elementwise as E, shape as S
-from flfun.primitives.common import Zero, check_kinds, instantiate, is_zero, linear_jvp, tangent_aval_of, zero_jvp
-
-
-def _reduce_shape(op: str, x, axes) -> tuple[int, ...]:
-    if (not isinstance(axes, tuple) or len(set(axes)) != len(axes)
-            or any(type(a) is not int or not 0 <= a < len(x.shape) for a in axes)):
-        raise TypeError(f"{op}: axes {axes!r} must be a tuple of distinct ints within the rank of {short(x)}")
-    return tuple(d for i, d in enumerate(x.shape) if i not in axes)
-
-
-def _check_axis(op: str, x, axis) -> None:
-    if type(axis) is not int or not 0 <= axis < len(x.shape):
-        raise TypeError(f"{op}: axis {axis!r} is out of range for {short(x)} (it must be in [0, rank))")
-
-
-def batch_axes(axes, bdim):
-    """Reduction axes after a mapped axis was inserted at ``bdim``, and where the mapped axis ends up."""
-    new_axes = tuple(a + (a >= bdim) for a in axes)
-    return new_axes, bdim - sum(a < bdim for a in axes)
-
-
-def reduction_batch(prim: Primitive):
-    def rule(axis_data, args, dims, **params):
-        (x,), (d,) = args, dims
-        new_axes, out_dim = batch_axes(params.pop("axes"), d)
-        return prim.bind(x, axes=new_axes, **params), out_dim
-    return rule
+from flfun.primitives.common import Zero, batch_axes, check_kinds, is_zero, linear_jvp, tangent_aval, zero_jvp
+from flfun.util import prod
 
 
 def _reduction(name: str, kinds: str) -> Primitive:
-    """A reduction primitive with its shape rule and batching rule; callers add the jvp."""
+    """A reduction primitive over a tuple of ``axes`` with its shape rule and batching rule; callers add the jvp."""
     p = Primitive(name)
 
+    @p.def_abstract_eval
     def abstract_eval(x, *, axes):
         check_kinds(name, kinds, x)
-        return ShapedArray(_reduce_shape(name, x, axes), x.dtype, is_weak(x))
-    p.def_abstract_eval(abstract_eval)
-    p.def_batch(reduction_batch(p))
+        if (not isinstance(axes, tuple) or len(set(axes)) != len(axes)
+                or any(type(a) is not int or not 0 <= a < len(x.shape) for a in axes)):
+            raise TypeError(f"{name}: axes {axes!r} must be a tuple of distinct ints within the rank of {short(x)}")
+        return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype, is_weak(x))
+
+    @p.def_batch
+    def batch(axis_data, args, dims, *, axes):
+        axes, out_dim = batch_axes(axes, dims[0])
+        return p.bind(args[0], axes=axes), out_dim
+    return p
+
+
+def _axis_op(name: str, kinds: str, out_aval, keeps_axis: bool) -> Primitive:
+    """A primitive over one ``axis`` (arg-reductions, scans): the shared checks, then ``out_aval(name, x, axis,
+    **params)``; batching renumbers ``axis``."""
+    p = Primitive(name)
+
+    @p.def_abstract_eval
+    def abstract_eval(x, *, axis, **params):
+        check_kinds(name, kinds, x)
+        if type(axis) is not int or not 0 <= axis < len(x.shape):
+            raise TypeError(f"{name}: axis {axis!r} is out of range for {short(x)} (it must be in [0, rank))")
+        return out_aval(name, x, axis, **params)
+
+    @p.def_batch
+    def batch(axis_data, args, dims, *, axis, **params):
+        (axis,), out_dim = batch_axes((axis,), dims[0])
+        return p.bind(args[0], axis=axis, **params), dims[0] if keeps_axis else out_dim
     return p
 
 
@@ -71,8 +72,7 @@ reduce_sum_p.def_jvp(linear_jvp(reduce_sum_p))
 
 @reduce_sum_p.def_transpose
 def _reduce_sum_transpose(ct, x, *, axes):
-    shape = x.aval.shape
-    return [S.broadcast_in_dim(ct, shape, _kept(x.aval, axes))]
+    return [S.broadcast_in_dim(ct, x.aval.shape, _kept(x.aval, axes))]
 
 
 def reduce_sum(x, axes):
@@ -93,7 +93,7 @@ def _chooser_jvp(prim: Primitive):
         (x,), (t,) = primals, tangents
         out = prim.bind(x, axes=axes)
         if _no_tangent(x, t):
-            return out, Zero(tangent_aval_of(out))
+            return out, Zero(tangent_aval(out))
         hit = E.convert_element_type(E.eq(x, S.broadcast_in_dim(out, x.shape, _kept(x, axes))), x.dtype)
         return out, E.div(reduce_sum(E.mul(t, hit), axes), reduce_sum(hit, axes))
     return rule
@@ -131,36 +131,19 @@ def reduce_min(x, axes):
 reduce_prod_p = _reduction("reduce_prod", "num")
 
 
-def _halves(x):
-    """Even and odd positions along the last axis."""
-    nd, lim = len(x.shape), tuple(x.shape)
-    strides = (1,) * (nd - 1) + (2,)
-    return S.slice(x, (0,) * nd, lim, strides), S.slice(x, (0,) * (nd - 1) + (1,), lim, strides)
-
-
 @reduce_prod_p.def_jvp
 def _reduce_prod_jvp(primals, tangents, *, axes):
     (x,), (t,) = primals, tangents
     out = reduce_prod(x, axes)
     if _no_tangent(x, t):
-        return out, Zero(tangent_aval_of(out))
-    n = 1
-    for a in axes:
-        n *= x.shape[a]
-    if n == 0:
-        return out, instantiate(Zero(tangent_aval_of(out)))
-    # reduced axes last and flattened; then multiply pairs in a tree, carrying the product rule along
-    perm = _kept(x, axes) + tuple(axes)
-    x = S.reshape(S.transpose(x, perm), tuple(out.shape) + (n,))
-    t = S.reshape(S.transpose(t, perm), tuple(out.shape) + (n,))
-    while n > 1:
-        if n % 2:
-            cfg = ((0, 0, 0),) * (len(x.shape) - 1) + ((0, 1, 0),)
-            x, t = S.pad(x, _const(x.dtype, 1), cfg), S.pad(t, _const(t.dtype, 0), cfg)
-        (a, b), (ta, tb) = _halves(x), _halves(t)
-        x, t = E.mul(a, b), E.add(E.mul(ta, b), E.mul(a, tb))
-        n = (n + 1) // 2
-    return out, S.reshape(t, out.shape)
+        return out, Zero(tangent_aval(out))
+    # reduced axes last and flattened into axis k; then d prod = sum_i t_i * (product of the entries before i) *
+    # (product of those after i), which divides by no entry
+    perm, k = _kept(x, axes) + tuple(axes), len(out.shape)
+    shape = tuple(out.shape) + (prod(x.shape[a] for a in axes),)
+    x, t = (S.reshape(S.transpose(v, perm), shape) for v in (x, t))
+    before, after = _shift(cumprod(x, k), k, 1, 1, False), _shift(cumprod(x, k, True), k, 1, 1, True)
+    return out, reduce_sum(E.mul(t, E.mul(before, after)), (k,))
 
 
 def reduce_prod(x, axes):
@@ -192,29 +175,18 @@ def reduce_and(x, axes):
 
 
 # ------------------------------------------------------------------------------------------------ argmax / argmin
-def _arg_reduction(name: str) -> Primitive:
-    p = Primitive(name)
-
-    def abstract_eval(x, *, axis, index_dtype):
-        check_kinds(name, "any", x)
-        _check_axis(name, x, axis)
-        if not dtypes.is_int(index_dtype):
-            raise TypeError(f"{name}: index_dtype must be an integer dtype, got {index_dtype} for {short(x)}")
-        if x.shape[axis] == 0:
-            raise ValueError(f"{name}: axis {axis} of {short(x)} is empty; {name} needs at least one element")
-        return ShapedArray(x.shape[:axis] + x.shape[axis + 1:], index_dtype)
-
-    def batch(axis_data, args, dims, *, axis, index_dtype):
-        (x,), (d,) = args, dims
-        return p.bind(x, axis=axis + (axis >= d), index_dtype=index_dtype), d - (axis < d)
-    p.def_abstract_eval(abstract_eval)
-    p.def_jvp(zero_jvp(p))
-    p.def_batch(batch)
-    return p
+def _arg_aval(name, x, axis, *, index_dtype):
+    if not dtypes.is_int(index_dtype):
+        raise TypeError(f"{name}: index_dtype must be an integer dtype, got {index_dtype} for {short(x)}")
+    if x.shape[axis] == 0:
+        raise ValueError(f"{name}: axis {axis} of {short(x)} is empty; {name} needs at least one element")
+    return ShapedArray(x.shape[:axis] + x.shape[axis + 1:], index_dtype)
 
 
-argmax_p = _arg_reduction("argmax")
-argmin_p = _arg_reduction("argmin")
+argmax_p = _axis_op("argmax", "any", _arg_aval, keeps_axis=False)
+argmax_p.def_jvp(zero_jvp(argmax_p))
+argmin_p = _axis_op("argmin", "any", _arg_aval, keeps_axis=False)
+argmin_p.def_jvp(zero_jvp(argmin_p))
 
 
 def argmax(x, axis: int, index_dtype):
@@ -240,33 +212,17 @@ def argmin(x, axis: int, index_dtype):
 
 
 # ----------------------------------------------------------------------------------------------------- scans
-def _scan(name: str, kinds: str) -> Primitive:
-    p = Primitive(name)
-
-    def abstract_eval(x, *, axis, reverse):
-        check_kinds(name, kinds, x)
-        _check_axis(name, x, axis)
-        return ShapedArray(x.shape, x.dtype, is_weak(x))
-
-    def batch(axis_data, args, dims, *, axis, reverse):
-        (x,), (d,) = args, dims
-        return p.bind(x, axis=axis + (axis >= d), reverse=reverse), d
-    p.def_abstract_eval(abstract_eval)
-    p.def_batch(batch)
+def _scan(name: str) -> Primitive:
+    p = _axis_op(name, "num", lambda name, x, axis, *, reverse: ShapedArray(x.shape, x.dtype, is_weak(x)), True)
     p.inplace = (0,)
     return p
 
 
 def _shift(x, axis: int, d: int, fill, reverse: bool):
     """``x`` moved ``d`` places along ``axis`` in scan order; the vacated places hold ``fill``."""
-    nd, n = len(x.shape), x.shape[axis]
-    start, limit = [0] * nd, list(x.shape)
-    cfg = [(0, 0, 0)] * nd
-    if reverse:
-        start[axis], cfg[axis] = d, (0, d, 0)
-    else:
-        limit[axis], cfg[axis] = n - d, (d, 0, 0)
-    return S.pad(S.slice(x, start, limit), _const(x.dtype, fill), cfg)
+    cfg = [(0, 0, 0)] * len(x.shape)
+    cfg[axis] = (-d, d, 0) if reverse else (d, -d, 0)     # negative padding crops what moves out
+    return S.pad(x, _const(x.dtype, fill), cfg)
 
 
 def _log_step_scan(x, t, axis, reverse, identity, combine):
@@ -280,7 +236,7 @@ def _log_step_scan(x, t, axis, reverse, identity, combine):
     return t
 
 
-cumsum_p = _scan("cumsum", "num")
+cumsum_p = _scan("cumsum")
 cumsum_p.def_jvp(linear_jvp(cumsum_p))
 
 
@@ -300,7 +256,7 @@ def cumsum(x, axis: int, reverse: bool = False):
     return bind(cumsum_p, x, axis=int(axis), reverse=bool(reverse))
 
 
-cumprod_p = _scan("cumprod", "num")
+cumprod_p = _scan("cumprod")
 
 
 @cumprod_p.def_jvp
@@ -308,7 +264,7 @@ def _cumprod_jvp(primals, tangents, *, axis, reverse):
     (x,), (t,) = primals, tangents
     out = cumprod(x, axis, reverse)
     if _no_tangent(x, t):
-        return out, Zero(tangent_aval_of(out))
+        return out, Zero(tangent_aval(out))
 
     def combine(a, ta, b, tb):   # the product rule, so no division by entries that may be zero
         return E.mul(a, b), E.add(E.mul(ta, b), E.mul(a, tb))
@@ -332,7 +288,7 @@ def _cum_extremum_jvp(prim: Primitive, earlier_wins):
         (x,), (t,) = primals, tangents
         out = prim.bind(x, axis=axis, reverse=reverse)
         if _no_tangent(x, t):
-            return out, Zero(tangent_aval_of(out))
+            return out, Zero(tangent_aval(out))
 
         def combine(a, ta, b, tb):   # the NaN fill never wins a comparison, so it is never picked
             pick = earlier_wins(a, b)
@@ -341,9 +297,9 @@ def _cum_extremum_jvp(prim: Primitive, earlier_wins):
     return rule
 
 
-cummax_p = _scan("cummax", "num")
+cummax_p = _scan("cummax")
 cummax_p.def_jvp(_cum_extremum_jvp(cummax_p, E.ge))
-cummin_p = _scan("cummin", "num")
+cummin_p = _scan("cummin")
 cummin_p.def_jvp(_cum_extremum_jvp(cummin_p, E.le))
 
 

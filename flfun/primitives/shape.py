@@ -9,8 +9,8 @@ from typing import Sequence
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short, to_array
-from flfun.primitives.common import (instantiate, is_undefined, is_zero, linear_jvp, moveaxis, moveaxis_to_front,
-                                     not_mapped, tangent_aval_of, Zero)
+from flfun.primitives.common import (batch_axes, front_batch, is_undefined, is_zero, linear_jvp, moveaxis,
+                                     moveaxis_to_front, not_mapped, tangent_aval, Zero)
 from flfun.util import prod
 
 
@@ -24,9 +24,11 @@ def _check_dims(op: str, x, dimensions, rank: int) -> None:
         raise TypeError(f"{op}: dimensions {dimensions} must be distinct and within rank {rank} for {short(x)}")
 
 
-def _norm_dims(dimensions, rank: int) -> tuple[int, ...]:
-    """Negative dims counted from the end; out-of-range ones are left for the abstract eval to reject."""
-    return tuple(int(d) + rank if -rank <= int(d) < 0 else int(d) for d in dimensions)
+def _bind_dims(prim: Primitive, x, dimensions, rank: int):
+    """Bind ``prim`` with sorted ``dimensions``, negative ones counted from the end of ``rank`` (out-of-range ones
+    are left for the abstract eval to reject); no dimensions: ``x`` itself."""
+    dims = tuple(sorted(int(d) + rank if -rank <= int(d) < 0 else int(d) for d in dimensions))
+    return bind(prim, x, dimensions=dims) if dims else x
 
 
 def full(shape, fill_value, dtype):
@@ -77,11 +79,8 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
     return [reshape(out, in_shape)]
 
 
-@broadcast_in_dim_p.def_batch
-def _broadcast_in_dim_batch(axis, args, dims, *, shape, broadcast_dimensions):
-    x = moveaxis_to_front(args[0], dims[0], axis.size)
-    return broadcast_in_dim(x, (axis.size,) + tuple(shape),
-                            (0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
+broadcast_in_dim_p.def_batch(front_batch(lambda n, x, *, shape, broadcast_dimensions: broadcast_in_dim(
+    x, (n,) + tuple(shape), (0,) + tuple(b + 1 for b in broadcast_dimensions))))
 
 
 def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
@@ -113,10 +112,7 @@ reshape_p.def_jvp(linear_jvp(reshape_p))
 reshape_p.def_transpose(lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)])
 
 
-@reshape_p.def_batch
-def _reshape_batch(axis, args, dims, *, new_sizes):
-    x = moveaxis_to_front(args[0], dims[0], axis.size)
-    return reshape(x, (axis.size,) + tuple(new_sizes)), 0
+reshape_p.def_batch(front_batch(lambda n, x, *, new_sizes: reshape(x, (n,) + tuple(new_sizes))))
 
 
 def reshape(x, new_sizes: Sequence[int]):
@@ -197,8 +193,8 @@ squeeze_p.def_transpose(lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)]
 
 @squeeze_p.def_batch
 def _squeeze_batch(axis, args, dims, *, dimensions):
-    (x,), (bd,) = args, dims
-    return squeeze(x, tuple(d + (d >= bd) for d in dimensions)), bd - sum(d < bd for d in dimensions)
+    dimensions, out_dim = batch_axes(dimensions, dims[0])
+    return squeeze(args[0], dimensions), out_dim
 
 
 def squeeze(x, dimensions: Sequence[int]):
@@ -209,8 +205,7 @@ def squeeze(x, dimensions: Sequence[int]):
         >>> lax.squeeze(fnp.zeros((1, 3, 1)), (0, -1)).shape
         (3,)
     """
-    dimensions = tuple(sorted(_norm_dims(dimensions, len(x.shape))))
-    return bind(squeeze_p, x, dimensions=dimensions) if dimensions else x
+    return _bind_dims(squeeze_p, x, dimensions, len(x.shape))
 
 
 # -------------------------------------------------------------------------------------------------- expand_dims
@@ -230,10 +225,7 @@ expand_dims_p.def_jvp(linear_jvp(expand_dims_p))
 expand_dims_p.def_transpose(lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
 
 
-@expand_dims_p.def_batch
-def _expand_dims_batch(axis, args, dims, *, dimensions):
-    x = moveaxis_to_front(args[0], dims[0], axis.size)
-    return expand_dims(x, tuple(d + 1 for d in dimensions)), 0
+expand_dims_p.def_batch(front_batch(lambda n, x, *, dimensions: expand_dims(x, tuple(d + 1 for d in dimensions))))
 
 
 def expand_dims(x, dimensions: Sequence[int]):
@@ -244,8 +236,7 @@ def expand_dims(x, dimensions: Sequence[int]):
         >>> lax.expand_dims(fnp.zeros(3), (0, -1)).shape
         (1, 3, 1)
     """
-    dimensions = tuple(sorted(_norm_dims(dimensions, len(x.shape) + len(dimensions))))
-    return bind(expand_dims_p, x, dimensions=dimensions) if dimensions else x
+    return _bind_dims(expand_dims_p, x, dimensions, len(x.shape) + len(dimensions))
 
 
 # ---------------------------------------------------------------------------------------------------------- rev
@@ -262,10 +253,7 @@ rev_p.def_jvp(linear_jvp(rev_p))
 rev_p.def_transpose(lambda ct, x, *, dimensions: [rev(ct, dimensions)])
 
 
-@rev_p.def_batch
-def _rev_batch(axis, args, dims, *, dimensions):
-    (x,), (bd,) = args, dims
-    return rev(x, tuple(d + (d >= bd) for d in dimensions)), bd
+rev_p.def_batch(lambda axis, args, dims, *, dimensions: (rev(args[0], batch_axes(dimensions, dims[0])[0]), dims[0]))
 
 
 def rev(x, dimensions: Sequence[int]):
@@ -276,8 +264,7 @@ def rev(x, dimensions: Sequence[int]):
         >>> lax.rev(fnp.arange(3.0), (0,)).tolist()
         [2.0, 1.0, 0.0]
     """
-    dimensions = tuple(sorted(_norm_dims(dimensions, len(x.shape))))
-    return bind(rev_p, x, dimensions=dimensions) if dimensions else x
+    return _bind_dims(rev_p, x, dimensions, len(x.shape))
 
 
 # --------------------------------------------------------------------------------------------------------- iota
@@ -359,11 +346,11 @@ def slice(x, start_indices: Sequence[int], limit_indices: Sequence[int], strides
                 limit_indices=tuple(int(s) for s in limit_indices), strides=strides)
 
 
-def _slice_in_dim(x, start: int, limit: int, dim: int):
-    starts = [0] * len(x.shape)
-    limits = list(x.shape)
-    starts[dim], limits[dim] = start, limit
-    return slice(x, starts, limits)
+def slice_in_dim(x, start: int, limit: int, stride: int = 1, axis: int = 0):
+    """``slice`` along one ``axis`` only, as ``lax.slice_in_dim``."""
+    starts, limits, strides = [0] * len(x.shape), list(x.shape), [1] * len(x.shape)
+    starts[axis], limits[axis], strides[axis] = start, limit, stride
+    return slice(x, starts, limits, strides)
 
 
 # ------------------------------------------------------------------------------------------------ dynamic_slice
@@ -387,13 +374,7 @@ def _dynamic_slice_abstract_eval(x, *start_indices, slice_sizes):
     return ShapedArray(slice_sizes, x.dtype, is_weak(x))
 
 
-@dynamic_slice_p.def_jvp
-def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
-    x, *idx = primals
-    out = bind(dynamic_slice_p, x, *idx, slice_sizes=slice_sizes)
-    if is_zero(tangents[0]):                       # index tangents are always zero: they are integers
-        return out, Zero(tangent_aval_of(out))
-    return out, bind(dynamic_slice_p, tangents[0], *idx, slice_sizes=slice_sizes)
+dynamic_slice_p.def_jvp(linear_jvp(dynamic_slice_p, 1))   # index tangents are always zero: they are integers
 
 
 @dynamic_slice_p.def_transpose
@@ -465,14 +446,7 @@ def _dynamic_update_slice_abstract_eval(x, update, *start_indices):
     return ShapedArray(x.shape, x.dtype, is_weak(x) and is_weak(update))
 
 
-@dynamic_update_slice_p.def_jvp
-def _dynamic_update_slice_jvp(primals, tangents):
-    x, update, *idx = primals
-    tx, tu = tangents[:2]
-    out = bind(dynamic_update_slice_p, x, update, *idx)
-    if is_zero(tx) and is_zero(tu):
-        return out, Zero(tangent_aval_of(out))
-    return out, bind(dynamic_update_slice_p, instantiate(tx), instantiate(tu), *idx)
+dynamic_update_slice_p.def_jvp(linear_jvp(dynamic_update_slice_p, 2))
 
 
 @dynamic_update_slice_p.def_transpose
@@ -541,14 +515,7 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
     return ShapedArray(tuple(shape), x.dtype, is_weak(x))
 
 
-@pad_p.def_jvp
-def _pad_jvp(primals, tangents, *, padding_config):
-    x, pv = primals
-    tx, tpv = tangents
-    out = pad(x, pv, padding_config)
-    if is_zero(tx) and is_zero(tpv):
-        return out, Zero(tangent_aval_of(out))
-    return out, pad(instantiate(tx), instantiate(tpv), padding_config)
+pad_p.def_jvp(linear_jvp(pad_p))
 
 
 @pad_p.def_transpose
@@ -625,15 +592,12 @@ def _concatenate_transpose(ct, *operands, dimension):
     out, start = [], 0
     for o in operands:
         n = _shape_of(o)[dimension]
-        out.append(_slice_in_dim(ct, start, start + n, dimension) if is_undefined(o) else None)
+        out.append(slice_in_dim(ct, start, start + n, axis=dimension) if is_undefined(o) else None)
         start += n
     return out
 
 
-@concatenate_p.def_batch
-def _concatenate_batch(axis, args, dims, *, dimension):
-    args = [moveaxis_to_front(a, d, axis.size) for a, d in zip(args, dims)]
-    return bind(concatenate_p, *args, dimension=dimension + 1), 0
+concatenate_p.def_batch(front_batch(lambda n, *xs, dimension: concatenate_p.bind(*xs, dimension=dimension + 1)))
 
 
 def concatenate(operands: Sequence, dimension: int):
@@ -676,7 +640,7 @@ def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     params = dict(dimension=dimension, is_stable=is_stable, num_keys=num_keys)
     out = sort_p.bind(*primals, **params)
-    touts = [Zero(tangent_aval_of(o)) for o in out]
+    touts = [Zero(tangent_aval(o)) for o in out]
     carried = [i for i, (p, t) in enumerate(zip(primals, tangents)) if not is_zero(t) and dtypes.is_float(p.dtype)]
     if carried:   # tangents ride along with the keys as extra operands: the same permutation, linear in them
         moved = sort_p.bind(*primals[:num_keys], *[tangents[i] for i in carried], **params)[num_keys:]
