@@ -6,16 +6,18 @@ from __future__ import annotations
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, get_aval, is_weak, short
+from flfun.primitives import elementwise as E, shape as S
 from flfun.primitives.common import (instantiate, is_undefined, is_zero, moveaxis, moveaxis_to_front, not_mapped,
-                                     tangent_aval_of, Zero)
+                                     tangent_aval, Zero)
 
 MODES = ("clip", "fill", "promise_in_bounds")
 SCATTER_OPS = ("set", "add", "mul", "min", "max")
 
 
-def _aval_of(x):
-    """The aval of a rule operand: an ``UndefinedPrimal``, an array, or a raw Python scalar primal."""
-    return x.aval if is_undefined(x) else get_aval(x)
+def _full_like(x, value):
+    """A filled array with the aval of a rule operand (an ``UndefinedPrimal``, an array, or a Python scalar)."""
+    aval = x.aval if is_undefined(x) else get_aval(x)
+    return S.full(aval.shape, value, aval.dtype)
 
 
 def _gather_shape(op: str, operand, indices, axes, batch_dims, mode) -> tuple[int, ...]:
@@ -55,7 +57,7 @@ def _gather_jvp(primals, tangents, *, axes, batch_dims, mode, fill_value):
     operand, indices = primals
     out = gather(operand, indices, axes=axes, batch_dims=batch_dims, mode=mode, fill_value=fill_value)
     if is_zero(tangents[0]) or not dtypes.is_float(out.dtype):
-        return out, Zero(tangent_aval_of(out))
+        return out, Zero(tangent_aval(out))
     # out-of-bound reads are constants (fill_value), so their tangent is zero
     return out, gather(tangents[0], indices, axes=axes, batch_dims=batch_dims, mode=mode,
                        fill_value=0 if mode == "fill" else fill_value)
@@ -65,7 +67,7 @@ def _gather_jvp(primals, tangents, *, axes, batch_dims, mode, fill_value):
 def _gather_transpose(ct, operand, indices, *, axes, batch_dims, mode, fill_value):
     if is_undefined(indices):
         raise TypeError("gather: indices are not a linear input")
-    return [scatter(_zeros_like(operand), indices, ct, axes=axes, batch_dims=batch_dims, mode=mode, op="add"),
+    return [scatter(_full_like(operand, 0), indices, ct, axes=axes, batch_dims=batch_dims, mode=mode, op="add"),
             None]
 
 
@@ -134,26 +136,14 @@ def _scatter_abstract_eval(operand, indices, updates, *, axes, batch_dims, mode,
     return ShapedArray(operand.shape, operand.dtype, is_weak(operand))
 
 
-def _zeros_like(x):
-    aval = _aval_of(x)
-    return instantiate(Zero(ShapedArray(aval.shape, aval.dtype)))
-
-
-def _ones_like(x):
-    from flfun.primitives.shape import full
-    aval = _aval_of(x)
-    return full(aval.shape, 1, aval.dtype)
-
-
 @scatter_p.def_jvp
 def _scatter_jvp(primals, tangents, *, axes, batch_dims, mode, op):
-    from flfun.primitives import elementwise as E
     operand, indices, updates = primals
     t_op, _, t_upd = tangents
     kw = dict(axes=axes, batch_dims=batch_dims, mode=mode)
     out = scatter(operand, indices, updates, op=op, **kw)
     if (is_zero(t_op) and is_zero(t_upd)) or not dtypes.is_float(out.dtype):
-        return out, Zero(tangent_aval_of(out))
+        return out, Zero(tangent_aval(out))
     if op == "add":
         if is_zero(t_upd):
             return out, t_op
@@ -164,13 +154,13 @@ def _scatter_jvp(primals, tangents, *, axes, batch_dims, mode, op):
         # exact for unique indices: d(op[p] * upd[i]) = t_op[p] * upd[i] + op[p] * t_upd[i]
         t = None if is_zero(t_op) else scatter(t_op, indices, updates, op="mul", **kw)
         if not is_zero(t_upd):
-            term = E.mul(operand, scatter(_zeros_like(operand), indices, t_upd, op="add", **kw))
+            term = E.mul(operand, scatter(_full_like(operand, 0), indices, t_upd, op="add", **kw))
             t = term if t is None else E.add(t, term)
         return out, t
     # min / max: the tangent is the mean of the tangents of every contributor that attains the extremum
     # (operand and duplicate updates alike), so ties and duplicate indices are handled
-    one_op, one_upd = _ones_like(operand), _ones_like(updates)
-    zero_op, zero_upd = _zeros_like(operand), _zeros_like(updates)
+    one_op, one_upd = _full_like(operand, 1), _full_like(updates, 1)
+    zero_op, zero_upd = _full_like(operand, 0), _full_like(updates, 0)
     fill = float("nan") if mode == "fill" else None
     upd_wins = E.eq(updates, gather(out, indices, fill_value=fill, **kw))
     op_wins = E.eq(operand, out)
@@ -196,7 +186,7 @@ def _scatter_transpose(ct, operand, indices, updates, *, axes, batch_dims, mode,
     if op == "add":
         ct_op = ct
     elif op == "set":      # overwritten positions do not reach the output
-        ct_op = scatter(ct, indices, _zeros_like(updates), op="set", **kw)
+        ct_op = scatter(ct, indices, _full_like(updates, 0), op="set", **kw)
     else:                  # mul with known updates scales each position: a diagonal map
         ct_op = scatter(ct, indices, updates, op="mul", **kw)
     return [ct_op, None, ct_upd]

@@ -298,9 +298,9 @@ def _cum_extremum_jvp(prim: Primitive, earlier_wins):
 
 
 cummax_p = _scan("cummax")
-cummax_p.def_jvp(_cum_extremum_jvp(cummax_p, E.ge))
+cummax_p.def_jvp(_cum_extremum_jvp(cummax_p, lambda a, b: E.ge(a, b)))
 cummin_p = _scan("cummin")
-cummin_p.def_jvp(_cum_extremum_jvp(cummin_p, E.le))
+cummin_p.def_jvp(_cum_extremum_jvp(cummin_p, lambda a, b: E.le(a, b)))
 
 
 def cummax(x, axis: int, reverse: bool = False):

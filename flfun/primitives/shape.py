@@ -9,6 +9,7 @@ from typing import Sequence
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short, to_array
+from flfun.primitives import elementwise as E, indexing as I, reduce as R  # noqa: F401 (cycle: used in rules)
 from flfun.primitives.common import (batch_axes, front_batch, is_undefined, is_zero, linear_jvp, moveaxis,
                                      moveaxis_to_front, not_mapped, tangent_aval, Zero)
 from flfun.util import prod
@@ -37,8 +38,7 @@ def full(shape, fill_value, dtype):
     if not isinstance(fill_value, Array):
         fill_value = to_array(fill_value, dtype)
     elif fill_value.dtype != dtype:
-        from flfun.primitives.elementwise import convert_element_type
-        fill_value = convert_element_type(fill_value, dtype)
+        fill_value = E.convert_element_type(fill_value, dtype)
     shape = tuple(shape)
     return fill_value if shape == () and fill_value.shape == () else broadcast_in_dim(fill_value, shape, ())
 
@@ -70,12 +70,11 @@ broadcast_in_dim_p.def_jvp(linear_jvp(broadcast_in_dim_p))
 
 @broadcast_in_dim_p.def_transpose
 def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
-    from flfun.primitives.reduce import reduce_sum
     in_shape = x.aval.shape
     bd = broadcast_dimensions
     summed = tuple(i for i in range(len(shape)) if i not in bd)
     summed += tuple(b for d, b in zip(in_shape, bd) if d == 1 and shape[b] != 1)
-    out = reduce_sum(ct, tuple(sorted(summed))) if summed else ct
+    out = R.reduce_sum(ct, tuple(sorted(summed))) if summed else ct
     return [reshape(out, in_shape)]
 
 
@@ -143,12 +142,8 @@ def _transpose_abstract_eval(x, *, permutation):
 transpose_p.def_jvp(linear_jvp(transpose_p))
 
 
-@transpose_p.def_transpose
-def _transpose_transpose(ct, x, *, permutation):
-    inverse = [0] * len(permutation)
-    for i, p in enumerate(permutation):
-        inverse[p] = i
-    return [transpose(ct, tuple(inverse))]
+transpose_p.def_transpose(lambda ct, x, *, permutation: [transpose(ct, sorted(range(len(permutation)),
+                                                                           key=permutation.__getitem__))])
 
 
 @transpose_p.def_batch
@@ -386,20 +381,17 @@ def _dynamic_slice_transpose(ct, x, *idx, slice_sizes):
 
 def _batched_starts(idx, dims, x_shape, sizes, size: int) -> list:
     """Each start index as a ``(size,)`` vector clamped into range like lax does (one index dtype for all)."""
-    from flfun.primitives.elementwise import clamp, convert_element_type
     dt = dtypes.int64
     out = []
     for i, d, n, s in zip(idx, dims, x_shape, sizes):
-        i = i if getattr(i, "dtype", None) == dt else convert_element_type(i, dt)
-        i = clamp(full((), 0, dt), i, full((), n - s, dt))
+        i = i if getattr(i, "dtype", None) == dt else E.convert_element_type(i, dt)
+        i = E.clamp(full((), 0, dt), i, full((), n - s, dt))
         out.append(moveaxis_to_front(i, d, size))
     return out
 
 
 @dynamic_slice_p.def_batch
 def _dynamic_slice_batch(axis, args, dims, *, slice_sizes):
-    from flfun.primitives.elementwise import add
-    from flfun.primitives.indexing import gather
     (x, *idx), (dx, *didx) = args, dims
     size = axis.size
     x = moveaxis_to_front(x, dx, size)
@@ -413,8 +405,8 @@ def _dynamic_slice_batch(axis, args, dims, *, slice_sizes):
     for k, (start, d, s) in enumerate(zip(starts, didx, slice_sizes)):
         if d is not_mapped:
             continue
-        pos = add(broadcast_in_dim(start, (size, s, 1), (0,)), iota(start.dtype, (size, s, 1), 1))
-        x = moveaxis(gather(x, pos, axes=(k + 1,), batch_dims=1, mode="promise_in_bounds"), 1, k + 1)
+        pos = E.add(broadcast_in_dim(start, (size, s, 1), (0,)), iota(start.dtype, (size, s, 1), 1))
+        x = moveaxis(I.gather(x, pos, axes=(k + 1,), batch_dims=1, mode="promise_in_bounds"), 1, k + 1)
     return x, 0
 
 
@@ -461,8 +453,6 @@ def _dynamic_update_slice_transpose(ct, x, update, *idx):
 
 @dynamic_update_slice_p.def_batch
 def _dynamic_update_slice_batch(axis, args, dims):
-    from flfun.primitives.elementwise import add
-    from flfun.primitives.indexing import scatter
     (x, update, *idx), (dx, du, *didx) = args, dims
     size = axis.size
     x, update = moveaxis_to_front(x, dx, size), moveaxis_to_front(update, du, size)
@@ -476,9 +466,9 @@ def _dynamic_update_slice_batch(axis, args, dims):
     starts = _batched_starts(idx, didx, x.shape[1:], update.shape[1:], size)
     update = transpose(update, [0] + [k + 1 for k in narrow] + [k + 1 for k in rest])
     grid = (size,) + tuple(update.shape[1:1 + len(narrow)]) + (1,)
-    pos = concatenate([add(broadcast_in_dim(starts[k], grid, (0,)), iota(dtypes.int64, grid, 1 + j))
+    pos = concatenate([E.add(broadcast_in_dim(starts[k], grid, (0,)), iota(dtypes.int64, grid, 1 + j))
                        for j, k in enumerate(narrow)], len(grid) - 1)
-    return scatter(x, pos, update, axes=tuple(k + 1 for k in narrow), batch_dims=1, mode="promise_in_bounds",
+    return I.scatter(x, pos, update, axes=tuple(k + 1 for k in narrow), batch_dims=1, mode="promise_in_bounds",
                    op="set"), 0
 
 
@@ -520,8 +510,6 @@ pad_p.def_jvp(linear_jvp(pad_p))
 
 @pad_p.def_transpose
 def _pad_transpose(ct, x, pv, *, padding_config):
-    from flfun.primitives.elementwise import sub
-    from flfun.primitives.reduce import reduce_sum
     # undo negative (cropping) padding by padding back with zeros, then take the strided interior
     crop = tuple((max(-lo, 0), max(-hi, 0), 0) for lo, hi, _ in padding_config)
     full_ct = pad(ct, full((), 0, ct.dtype), crop) if any(a or b for a, b, _ in crop) else ct
@@ -531,13 +519,12 @@ def _pad_transpose(ct, x, pv, *, padding_config):
     ct_pv = None
     if is_undefined(pv):
         axes = tuple(range(len(ct.shape)))
-        ct_pv = sub(reduce_sum(ct, axes), reduce_sum(ct_x, axes))
+        ct_pv = E.sub(R.reduce_sum(ct, axes), R.reduce_sum(ct_x, axes))
     return [ct_x if is_undefined(x) else None, ct_pv]
 
 
 @pad_p.def_batch
 def _pad_batch(axis, args, dims, *, padding_config):
-    from flfun.primitives.elementwise import select_n
     (x, pv), (dx, dpv) = args, dims
     x = moveaxis_to_front(x, dx, axis.size)
     config = ((0, 0, 0),) + tuple(padding_config)
@@ -546,7 +533,7 @@ def _pad_batch(axis, args, dims, *, padding_config):
     # a mapped padding value: pad with zeros, then select it where the padding went
     out = pad(x, full((), 0, x.dtype), config)
     where = pad(full(x.shape[1:], False, dtypes.bool_), full((), True, dtypes.bool_), padding_config)
-    return select_n(where, out, broadcast_in_dim(pv, out.shape, (0,))), 0
+    return E.select_n(where, out, broadcast_in_dim(pv, out.shape, (0,))), 0
 
 
 def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
@@ -637,33 +624,29 @@ def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
 
 
 @sort_p.def_jvp
-def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
-    params = dict(dimension=dimension, is_stable=is_stable, num_keys=num_keys)
-    out = sort_p.bind(*primals, **params)
-    touts = [Zero(tangent_aval(o)) for o in out]
+def _sort_jvp(primals, tangents, **params):
+    out, nk = sort_p.bind(*primals, **params), params["num_keys"]
     carried = [i for i, (p, t) in enumerate(zip(primals, tangents)) if not is_zero(t) and dtypes.is_float(p.dtype)]
-    if carried:   # tangents ride along with the keys as extra operands: the same permutation, linear in them
-        moved = sort_p.bind(*primals[:num_keys], *[tangents[i] for i in carried], **params)[num_keys:]
-        for i, t in zip(carried, moved):
-            touts[i] = t
-    return out, touts
+    # tangents ride along with the keys as extra operands: the same permutation, linear in them
+    moved = dict(zip(carried, sort_p.bind(*primals[:nk], *[tangents[i] for i in carried], **params)[nk:])
+                 if carried else ())
+    return out, [moved[i] if i in moved else Zero(tangent_aval(o)) for i, o in enumerate(out)]
 
 
 @sort_p.def_transpose
 def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
     if any(is_undefined(k) for k in operands[:num_keys]):
         raise TypeError("sort: the sort keys are not linear inputs (only the operands they carry are)")
-    res = [None] * len(operands)
     linear = [i for i in range(num_keys, len(operands)) if is_undefined(operands[i]) and not is_zero(cts[i])]
-    if linear:
-        keys = operands[:num_keys]
-        params = dict(dimension=dimension, is_stable=is_stable, num_keys=num_keys)
-        perm = sort_p.bind(*keys, iota(dtypes.int64, keys[0].shape, dimension), **params)[-1]
-        # sorting by the permutation sends every cotangent back to where its element came from
-        back = sort_p.bind(perm, *[cts[i] for i in linear], dimension=dimension, is_stable=True, num_keys=1)[1:]
-        for i, b in zip(linear, back):
-            res[i] = b
-    return res
+    if not linear:
+        return [None] * len(operands)
+    keys = operands[:num_keys]
+    perm = sort_p.bind(*keys, iota(dtypes.int64, keys[0].shape, dimension), dimension=dimension,
+                       is_stable=is_stable, num_keys=num_keys)[-1]
+    # sorting by the permutation sends every cotangent back to where its element came from
+    back = dict(zip(linear, sort_p.bind(perm, *[cts[i] for i in linear], dimension=dimension, is_stable=True,
+                                        num_keys=1)[1:]))
+    return [back.get(i) for i in range(len(operands))]
 
 
 @sort_p.def_batch
