@@ -35,14 +35,12 @@ def _child_names(td: PyTreeDef) -> list[str]:
     t, aux, n = td.node_type, td.aux, len(td.children)
     if t is dict:
         return [str(k) for k in aux]
-    if dataclasses.is_dataclass(t):
-        names = [f.name for f in dataclasses.fields(t)]
-        if len(names) > n:    # static fields sit in aux, in field order; the children are the rest
-            names = [f.name for f in dataclasses.fields(t) if not f.metadata.get("static")]
-            if len(names) != n:
-                return [str(i) for i in range(n)]
-        return names[:n]
-    if hasattr(t, "_fields"):
+    if dataclasses.is_dataclass(t):   # static fields sit in aux, in field order; the children are the rest
+        fields = dataclasses.fields(t)
+        names = [f.name for f in fields if len(fields) == n or not f.metadata.get("static")]
+        if len(names) == n:
+            return names
+    elif hasattr(t, "_fields"):
         return list(t._fields)
     return [str(i) for i in range(n)]
 
@@ -73,9 +71,7 @@ def tree_paths(tree: Any) -> tuple[list[str], list, PyTreeDef]:
 
 def _to_numpy(name: str, leaf) -> np.ndarray:
     if isinstance(leaf, (Array, np.ndarray, np.generic, int, float, bool)):
-        a = np.asarray(leaf)
-        if a.dtype == np.float64 and isinstance(leaf, float):
-            a = a.astype(np.float32)
+        a = np.asarray(leaf, dtype=np.float32 if isinstance(leaf, float) else None)   # Python floats are f32
         if a.dtype not in _CODES:
             raise CheckpointError(f"save: leaf '{name}' has unsupported dtype {a.dtype}")
         return a if a.flags.c_contiguous else a.copy()

@@ -81,12 +81,10 @@ def _promote_strong(a: np.dtype, b: np.dtype) -> np.dtype:
         return b
     if kb == "b":
         return a
-    if ka == "f" or kb == "f":
-        if ka == "f" and kb == "f":
-            return a if a.itemsize >= b.itemsize else b
-        return a if ka == "f" else b          # integer with float: keep the float (JAX's choice)
-    if ka == kb:                               # both signed or both unsigned
+    if ka == kb:                               # both float, signed or unsigned
         return a if a.itemsize >= b.itemsize else b
+    if ka == "f" or kb == "f":
+        return a if ka == "f" else b          # integer with float: keep the float (JAX's choice)
     s, u = (a, b) if ka == "i" else (b, a)
     if s.itemsize > u.itemsize:
         return s

@@ -113,8 +113,7 @@ def sgd(learning_rate: ScalarOrSchedule, momentum: float = 0.0, nesterov: bool =
             buf = tree_map(lambda b, g: momentum * b + g, buf, grads)
             grads = tree_map(lambda g, b: g + momentum * b, grads, buf) if nesterov else buf
         lr = _lr(learning_rate, state.count)
-        updates = tree_map(lambda g: -lr * g, grads)
-        return updates, SgdState(state.count + 1, buf)
+        return tree_map(lambda g: -lr * g, grads), SgdState(state.count + 1, buf)
 
     return GradientTransformation(init, update)
 
@@ -172,8 +171,7 @@ def adamw(learning_rate: ScalarOrSchedule = 1e-3, b1: float = 0.9, b2: float = 0
             mask_tree = _decay_mask(mask, params)
             updates = tree_map(lambda u, p, on: u - (lr * weight_decay) * p if on else u,
                                updates, params, mask_tree)
-        updates = tree_map(lambda u, g: _as(u, g.dtype), updates, grads)
-        return updates, AdamState(count, mu, nu)
+        return tree_map(lambda u, g: _as(u, g.dtype), updates, grads), AdamState(count, mu, nu)
 
     return GradientTransformation(init, update)
 

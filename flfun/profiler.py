@@ -93,8 +93,7 @@ class Profile:
                   f"wall time of the block: {_ms(self.wall_ns)}"]
         return "\n".join(lines)
 
-    def __str__(self):
-        return self.table()
+    __str__ = table
 
     def chrome_trace(self) -> dict:
         """The calls as a Chrome trace-event document (``ph: X`` slices plus a cumulative-bytes counter)."""

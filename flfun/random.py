@@ -57,8 +57,7 @@ def threefry_2x32(k0, k1, x0, x1):
 
 def _stack_last(a, b):
     """``stack([a, b], axis=-1)`` for two arrays of one shape, from broadcast + select (no concatenate)."""
-    shape = tuple(a.shape) + (2,)
-    dims = tuple(range(a.ndim))
+    shape, dims = tuple(a.shape) + (2,), tuple(range(a.ndim))
     which = lax.iota(np.int32, shape, a.ndim)
     return lax.select_n(which, lax.broadcast_in_dim(a, shape, dims), lax.broadcast_in_dim(b, shape, dims))
 
@@ -198,8 +197,7 @@ def uniform(key: Array, shape: Sequence[int] = (), dtype=np.float32, minval=0.0,
     """
     key, shape, dt = _args(key, shape, dtype, "uniform")
     minval, maxval = fnp.asarray(minval, dtype=dt), fnp.asarray(maxval, dtype=dt)
-    u = _unit(key, shape, dt)
-    return fnp.maximum(minval, u * (maxval - minval) + minval)
+    return fnp.maximum(minval, _unit(key, shape, dt) * (maxval - minval) + minval)
 
 
 def _erfinv(x):
@@ -207,8 +205,7 @@ def _erfinv(x):
     float64."""
     w = fnp.negative(fnp.log1p(fnp.negative(x * x)))
     small = w < 5.0
-    ws = w - 2.5
-    wl = fnp.sqrt(fnp.maximum(w, 5.0)) - 3.0
+    ws, wl = w - 2.5, fnp.sqrt(fnp.maximum(w, 5.0)) - 3.0
     cs = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
           -0.00417768164, 0.246640727, 1.50140941)
     cl = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
@@ -313,12 +310,10 @@ def randint(key: Array, shape: Sequence[int], minval, maxval, dtype=np.int64) ->
     ut = np.dtype(f"uint{nbits}")
     minval, maxval = fnp.asarray(minval, dtype=dt), fnp.asarray(maxval, dtype=dt)
     hi_bits, lo_bits = (bits(k, shape, ut) for k in split(key))
-    span = lax.convert_element_type(maxval - minval, ut)
-    span = fnp.where(maxval <= minval, ut.type(1), span)
+    span = fnp.where(maxval <= minval, ut.type(1), lax.convert_element_type(maxval - minval, ut))
     mult = lax.rem(ut.type(2 ** (nbits // 2)), span)
     mult = lax.rem(lax.mul(mult, mult), span)
-    offset = lax.add(lax.mul(lax.rem(hi_bits, span), mult), lax.rem(lo_bits, span))
-    offset = lax.rem(offset, span)
+    offset = lax.rem(lax.add(lax.mul(lax.rem(hi_bits, span), mult), lax.rem(lo_bits, span)), span)
     return minval + lax.convert_element_type(offset, dt)
 
 

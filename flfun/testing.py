@@ -43,11 +43,8 @@ def arrays(dtype, shape, *, low: float = -3.0, high: float = 3.0, unique: bool =
     if dt.kind == "f":   # draw in float64 and round, so any bounds work for every width
         elements = st.floats(low, high, allow_nan=False, allow_infinity=False)
         return hnp.arrays(np.float64, shape, elements=elements, unique=unique).map(lambda a: a.astype(dt))
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        elements = st.integers(max(int(low), int(info.min)), min(int(high), int(info.max)))
-    else:
-        elements = st.booleans()
+    elements = (st.integers(max(int(low), int(np.iinfo(dt).min)), min(int(high), int(np.iinfo(dt).max)))
+                if dt.kind in "iu" else st.booleans())
     return hnp.arrays(dt, shape, elements=elements, unique=unique)
 
 
@@ -61,8 +58,7 @@ def valid_axes(ndim: int, *, allow_none: bool = True, allow_negative: bool = Tru
     """Strategy for an ``axis`` argument valid for rank ``ndim``: None, an int, or a tuple of distinct ints."""
     if ndim == 0:
         return st.none() if allow_none else st.just(())
-    lo = -ndim if allow_negative else 0
-    one = st.integers(lo, ndim - 1)
+    one = st.integers(-ndim if allow_negative else 0, ndim - 1)
     if single:
         return one
     many = st.lists(st.integers(0, ndim - 1), unique=True, max_size=ndim).map(tuple)
@@ -94,13 +90,17 @@ def _assert_close(what, actual, expected, atol, rtol):
                                  f"actual={a}\nexpected={e}")
 
 
-def check_jvp(f: Callable, args: Sequence, *, eps: float | None = None, atol=1e-4, rtol=1e-3, seed=0) -> None:
-    """jvp of ``f`` at ``args`` equals the central finite difference along a random direction."""
-    rng = np.random.default_rng(seed)
+def _jvp_at(f: Callable, args: Sequence, rng):
+    """``args`` as numpy arrays, random tangents for them, and ``jvp(f)`` there: ``(args, tangents, out, t_out)``."""
     args = [np.asarray(a) for a in args]
     tangents = [_rand_like(rng, a) for a in args]
+    return args, tangents, *jvp(f, tuple(fnp.asarray(a) for a in args), tuple(fnp.asarray(t) for t in tangents))
+
+
+def check_jvp(f: Callable, args: Sequence, *, eps: float | None = None, atol=1e-4, rtol=1e-3, seed=0) -> None:
+    """jvp of ``f`` at ``args`` equals the central finite difference along a random direction."""
+    args, tangents, _, t_out = _jvp_at(f, args, np.random.default_rng(seed))
     eps = eps or (1e-6 if all(a.dtype != np.float32 for a in args if a.dtype.kind == "f") else 1e-3)
-    _, t_out = jvp(f, tuple(fnp.asarray(a) for a in args), tuple(fnp.asarray(t) for t in tangents))
     plus, minus = (tree_flatten(f(*[fnp.asarray((a + s * eps * t).astype(a.dtype)) if a.dtype.kind == "f"
                                     else fnp.asarray(a) for a, t in zip(args, tangents)]))[0] for s in (1, -1))
     fd = [(_f64(p) - _f64(m)) / (2 * eps) for p, m in zip(plus, minus)]
@@ -110,13 +110,10 @@ def check_jvp(f: Callable, args: Sequence, *, eps: float | None = None, atol=1e-
 def check_vjp(f: Callable, args: Sequence, *, atol=1e-4, rtol=1e-3, seed=0) -> None:
     """The dot-product identity ``<ct, J t> == <J^T ct, t>`` (checks every transpose rule used by ``f``)."""
     rng = np.random.default_rng(seed + 1)
-    args = [np.asarray(a) for a in args]
-    tangents = [_rand_like(rng, a) for a in args]
-    fargs = tuple(fnp.asarray(a) for a in args)
-    out, t_out = jvp(f, fargs, tuple(fnp.asarray(t) for t in tangents))
+    args, tangents, out, t_out = _jvp_at(f, args, rng)
     out_leaves, out_tree = tree_flatten(out)
     cts = [_rand_like(rng, o) for o in out_leaves]
-    _, f_vjp = vjp(f, *fargs)
+    _, f_vjp = vjp(f, *[fnp.asarray(a) for a in args])
     ct_in = f_vjp(tree_unflatten(out_tree, [fnp.asarray(c) for c in cts]))
     lhs = _vdot(cts, tree_flatten(t_out)[0])
     rhs = _vdot(tree_flatten(ct_in)[0], tangents)

@@ -5,18 +5,11 @@ import math
 from typing import Callable, Iterable, Sequence
 
 
-def safe_zip(*seqs: Sequence) -> list[tuple]:
-    """zip that insists on equal lengths: ``safe_zip([1, 2], 'ab') == [(1, 'a'), (2, 'b')]``."""
-    n = len(seqs[0])
-    for s in seqs[1:]:
-        if len(s) != n:
-            raise ValueError(f"safe_zip: lengths differ: {[len(s) for s in seqs]}")
-    return list(zip(*seqs))
-
-
 def safe_map(f: Callable, *seqs: Sequence) -> list:
     """map over sequences of equal length: ``safe_map(abs, [-1, 2]) == [1, 2]``."""
-    return [f(*args) for args in safe_zip(*seqs)]
+    if any(len(s) != len(seqs[0]) for s in seqs[1:]):
+        raise ValueError(f"safe_map: lengths differ: {[len(s) for s in seqs]}")
+    return [f(*args) for args in zip(*seqs)]
 
 
 def prod(xs: Iterable[int]) -> int:

@@ -26,9 +26,7 @@ def static_field(**kwargs) -> Any:
             weight: Array
             stride: tuple = static_field()
     """
-    metadata = dict(kwargs.pop("metadata", {}) or {})
-    metadata["static"] = True
-    return dataclasses.field(metadata=metadata, **kwargs)
+    return dataclasses.field(metadata={**(kwargs.pop("metadata", None) or {}), "static": True}, **kwargs)
 
 
 def _wrap_init(init):

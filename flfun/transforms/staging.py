@@ -76,8 +76,7 @@ def trace_to_program(f: Callable, in_avals: list[ShapedArray], dynamic: bool = T
     with new_main(StagingTrace, builder, dynamic=dynamic) as main:
         trace = main.trace
         ins = [trace.new_arg(a) for a in in_avals]
-        outs = f(*ins)
-        outs = [full_raise(trace, o) for o in outs]
+        outs = [full_raise(trace, o) for o in f(*ins)]
         return builder.build(ins, outs)
 
 
