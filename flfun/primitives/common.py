@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, is_weak, short
 
 not_mapped = None
@@ -192,6 +193,26 @@ def linear_jvp(prim: Primitive, nlinear: int | None = None) -> Callable:
         if all(is_zero(t) for t in lin):
             return out, Zero(tangent_aval(out))
         return out, prim.bind(*[instantiate(t) for t in lin], *primals[len(lin):], **params)
+    return rule
+
+
+def jvp_rule(prim: Primitive, float_only: bool = True, which: slice = slice(None)) -> Callable:
+    """Decorator registering ``fn(out, primals, tangents, **params) -> tangent`` as ``prim``'s jvp. It runs only
+    when a tangent in ``tangents[which]`` is nonzero and (with ``float_only``) the output is floating; otherwise
+    the output tangent is a symbolic Zero."""
+    def register(fn):
+        prim.def_jvp(guarded_jvp(prim, fn, float_only, which))
+        return fn
+    return register
+
+
+def guarded_jvp(prim: Primitive, fn: Callable, float_only: bool = True, which: slice = slice(None)) -> Callable:
+    """The jvp rule that ``jvp_rule`` registers."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if all(is_zero(t) for t in tangents[which]) or (float_only and not dtypes.is_float(out.dtype)):
+            return out, Zero(tangent_aval(out))
+        return out, fn(out, primals, tangents, **params)
     return rule
 
 

@@ -11,7 +11,7 @@ import math
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
 from flfun.primitives.common import (broadcast_shapes, broadcast_to_shape, broadcasting_batch, check_kinds,
-                                     instantiate, is_undefined, is_zero, linear_jvp, naryop_abstract_eval,
+                                     guarded_jvp, instantiate, is_undefined, is_zero, jvp_rule, naryop_abstract_eval,
                                      tangent_aval, unbroadcast, vectorized_batch, Zero, zero_jvp)
 from flfun.primitives.shape import full
 
@@ -103,14 +103,10 @@ def _integer_pow_abstract_eval(x, *, y):
     return ShapedArray(x.shape, x.dtype, is_weak(x))
 
 
-@integer_pow_p.def_jvp
-def _integer_pow_jvp(primals, tangents, *, y):
+@jvp_rule(integer_pow_p, float_only=False)
+def _integer_pow_jvp(out, primals, tangents, *, y):
     (x,), (t,) = primals, tangents
-    out = integer_pow(x, y)
-    if is_zero(t):
-        return out, Zero(tangent_aval(out))
-    dfdx = _const(x, 0) if y == 0 else mul(_const(x, y), integer_pow(x, y - 1))
-    return out, mul(t, dfdx)
+    return mul(t, _const(x, 0) if y == 0 else mul(_const(x, y), integer_pow(x, y - 1)))
 
 
 integer_pow_p.def_batch(vectorized_batch(integer_pow_p))
@@ -126,17 +122,14 @@ def _binary_jvp(prim, dx, dy, both=None, ints: bool = False):
     """jvp from ``dx(tx, x, y, out)`` / ``dy(ty, x, y, out)``, the tangent parts of the nonzero tangents (added,
     or ``both(tx, ty, x, y, out)`` when both are), broadcast to the output. Integer outputs get a zero tangent
     unless ``ints``."""
-    def rule(primals, tangents):
+    def rule(out, primals, tangents):
         (x, y), (tx, ty) = primals, tangents
-        out = prim.bind(x, y)
-        if (is_zero(tx) and is_zero(ty)) or not (ints or dtypes.is_float(out.dtype)):
-            return out, Zero(tangent_aval(out))
         if is_zero(tx) or is_zero(ty):
             t = dy(ty, x, y, out) if is_zero(tx) else dx(tx, x, y, out)
         else:
             t = both(tx, ty, x, y, out) if both else add(dx(tx, x, y, out), dy(ty, x, y, out))
-        return out, broadcast_to_shape(t, out.shape)
-    return rule
+        return broadcast_to_shape(t, out.shape)
+    return guarded_jvp(prim, rule, float_only=not ints)
 
 
 def _ident(t, *_):
@@ -201,15 +194,11 @@ pow_p.def_jvp(_binary_jvp(
 
 
 def _minmax_jvp(prim, pick_x):
-    def rule(primals, tangents):
-        (x, y), (tx, ty) = primals, tangents
-        out = prim.bind(x, y)
-        if is_zero(tx) and is_zero(ty):
-            return out, Zero(tangent_aval(out))
-        tx, ty = (broadcast_to_shape(instantiate(t), out.shape) for t in (tx, ty))
+    def rule(out, primals, tangents):
+        (x, y), (tx, ty) = primals, (broadcast_to_shape(instantiate(t), out.shape) for t in tangents)
         # ties split the tangent evenly (JAX's convention), so max(x, x) has derivative 1
-        return out, select_n(pick_x(x, y), select_n(eq(x, y), ty, mul(add(tx, ty), _const(out, 0.5))), tx)
-    return rule
+        return select_n(pick_x(x, y), select_n(eq(x, y), ty, mul(add(tx, ty), _const(out, 0.5))), tx)
+    return guarded_jvp(prim, rule, float_only=False)
 
 
 max_p = _binary("max")
@@ -260,12 +249,9 @@ def _select_n_abstract_eval(which, *cases):
     return ShapedArray(shape, d0, all(is_weak(c) for c in cases))
 
 
-@select_n_p.def_jvp
-def _select_n_jvp(primals, tangents):
-    out = select_n(*primals)
-    if all(is_zero(t) for t in tangents[1:]) or not dtypes.is_float(out.dtype):
-        return out, Zero(tangent_aval(out))
-    return out, broadcast_to_shape(select_n(primals[0], *map(instantiate, tangents[1:])), out.shape)
+@jvp_rule(select_n_p, which=slice(1, None))
+def _select_n_jvp(out, primals, tangents):
+    return broadcast_to_shape(select_n(primals[0], *map(instantiate, tangents[1:])), out.shape)
 
 
 @select_n_p.def_transpose
@@ -302,15 +288,12 @@ def _clamp_abstract_eval(lo, x, hi):
     return ShapedArray(broadcast_shapes("clamp", lo, x, hi), x.dtype, is_weak(x))
 
 
-@clamp_p.def_jvp
-def _clamp_jvp(primals, tangents):
+@jvp_rule(clamp_p)
+def _clamp_jvp(out, primals, tangents):
     lo, x, hi = primals
-    out = clamp(lo, x, hi)
-    if all(is_zero(t) for t in tangents) or not dtypes.is_float(out.dtype):
-        return out, Zero(tangent_aval(out))
     tlo, tx, thi = (broadcast_to_shape(instantiate(t), out.shape) for t in tangents)
     xb = broadcast_to_shape(x, out.shape)
-    return out, select_n(lt(xb, lo), select_n(gt(xb, hi), tx, thi), tlo)
+    return select_n(lt(xb, lo), select_n(gt(xb, hi), tx, thi), tlo)
 
 
 clamp_p.def_batch(broadcasting_batch(clamp_p))

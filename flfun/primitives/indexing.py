@@ -7,8 +7,8 @@ from __future__ import annotations
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, get_aval, is_weak, short
 from flfun.primitives import elementwise as E, shape as S
-from flfun.primitives.common import (instantiate, is_undefined, is_zero, moveaxis, moveaxis_to_front, not_mapped,
-                                     tangent_aval, Zero)
+from flfun.primitives.common import (instantiate, is_undefined, is_zero, jvp_rule, moveaxis, moveaxis_to_front,
+                                     not_mapped)
 
 MODES = ("clip", "fill", "promise_in_bounds")
 SCATTER_OPS = ("set", "add", "mul", "min", "max")
@@ -52,14 +52,10 @@ def _gather_abstract_eval(operand, indices, *, axes, batch_dims, mode, fill_valu
     return ShapedArray(shape, operand.dtype, is_weak(operand))
 
 
-@gather_p.def_jvp
-def _gather_jvp(primals, tangents, *, axes, batch_dims, mode, fill_value):
-    operand, indices = primals
-    out = gather(operand, indices, axes=axes, batch_dims=batch_dims, mode=mode, fill_value=fill_value)
-    if is_zero(tangents[0]) or not dtypes.is_float(out.dtype):
-        return out, Zero(tangent_aval(out))
+@jvp_rule(gather_p, which=slice(1))
+def _gather_jvp(out, primals, tangents, *, axes, batch_dims, mode, fill_value):
     # out-of-bound reads are constants (fill_value), so their tangent is zero
-    return out, gather(tangents[0], indices, axes=axes, batch_dims=batch_dims, mode=mode,
+    return gather(tangents[0], primals[1], axes=axes, batch_dims=batch_dims, mode=mode,
                        fill_value=0 if mode == "fill" else fill_value)
 
 
@@ -136,27 +132,21 @@ def _scatter_abstract_eval(operand, indices, updates, *, axes, batch_dims, mode,
     return ShapedArray(operand.shape, operand.dtype, is_weak(operand))
 
 
-@scatter_p.def_jvp
-def _scatter_jvp(primals, tangents, *, axes, batch_dims, mode, op):
-    operand, indices, updates = primals
-    t_op, _, t_upd = tangents
+@jvp_rule(scatter_p, which=slice(None, None, 2))     # the operand and updates tangents
+def _scatter_jvp(out, primals, tangents, *, axes, batch_dims, mode, op):
+    (operand, indices, updates), (t_op, _, t_upd) = primals, tangents
     kw = dict(axes=axes, batch_dims=batch_dims, mode=mode)
-    out = scatter(operand, indices, updates, op=op, **kw)
-    if (is_zero(t_op) and is_zero(t_upd)) or not dtypes.is_float(out.dtype):
-        return out, Zero(tangent_aval(out))
     if op == "add":
-        if is_zero(t_upd):
-            return out, t_op
-        return out, scatter(instantiate(t_op), indices, t_upd, op="add", **kw)
+        return t_op if is_zero(t_upd) else scatter(instantiate(t_op), indices, t_upd, op="add", **kw)
     if op == "set":
-        return out, scatter(instantiate(t_op), indices, instantiate(t_upd), op="set", **kw)
+        return scatter(instantiate(t_op), indices, instantiate(t_upd), op="set", **kw)
     if op == "mul":
         # exact for unique indices: d(op[p] * upd[i]) = t_op[p] * upd[i] + op[p] * t_upd[i]
         t = None if is_zero(t_op) else scatter(t_op, indices, updates, op="mul", **kw)
         if not is_zero(t_upd):
             term = E.mul(operand, scatter(_full_like(operand, 0), indices, t_upd, op="add", **kw))
             t = term if t is None else E.add(t, term)
-        return out, t
+        return t
     # min / max: the tangent is the mean of the tangents of every contributor that attains the extremum
     # (operand and duplicate updates alike), so ties and duplicate indices are handled
     one_op, one_upd = _full_like(operand, 1), _full_like(updates, 1)
@@ -168,7 +158,7 @@ def _scatter_jvp(primals, tangents, *, axes, batch_dims, mode, op):
                     op="add", **kw)
     t_keep = zero_op if is_zero(t_op) else E.select_n(op_wins, zero_op, t_op)
     t_new = zero_upd if is_zero(t_upd) else E.select_n(upd_wins, zero_upd, t_upd)
-    return out, E.div(scatter(t_keep, indices, t_new, op="add", **kw), count)
+    return E.div(scatter(t_keep, indices, t_new, op="add", **kw), count)
 
 
 @scatter_p.def_transpose

@@ -7,7 +7,7 @@ from __future__ import annotations
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
 from flfun.primitives import elementwise as E, shape as S
-from flfun.primitives.common import Zero, batch_axes, check_kinds, is_zero, linear_jvp, tangent_aval, zero_jvp
+from flfun.primitives.common import batch_axes, check_kinds, guarded_jvp, jvp_rule, linear_jvp, zero_jvp
 from flfun.util import prod
 
 
@@ -57,10 +57,6 @@ def _kept(x, axes) -> tuple[int, ...]:
     return tuple(i for i in range(len(x.shape)) if i not in axes)
 
 
-def _no_tangent(x, t) -> bool:
-    return is_zero(t) or not dtypes.is_float(x.dtype)
-
-
 def _const(dtype, value):
     return S.full((), value, dtype)
 
@@ -89,14 +85,11 @@ def reduce_sum(x, axes):
 # ------------------------------------------------------------------------------------------ reduce_max / reduce_min
 def _chooser_jvp(prim: Primitive):
     """The tangent at the positions that attain the extremum, averaged over ties (JAX's chooser rule)."""
-    def rule(primals, tangents, *, axes):
+    def rule(out, primals, tangents, *, axes):
         (x,), (t,) = primals, tangents
-        out = prim.bind(x, axes=axes)
-        if _no_tangent(x, t):
-            return out, Zero(tangent_aval(out))
         hit = E.convert_element_type(E.eq(x, S.broadcast_in_dim(out, x.shape, _kept(x, axes))), x.dtype)
-        return out, E.div(reduce_sum(E.mul(t, hit), axes), reduce_sum(hit, axes))
-    return rule
+        return E.div(reduce_sum(E.mul(t, hit), axes), reduce_sum(hit, axes))
+    return guarded_jvp(prim, rule)
 
 
 reduce_max_p = _reduction("reduce_max", "any")
@@ -131,19 +124,16 @@ def reduce_min(x, axes):
 reduce_prod_p = _reduction("reduce_prod", "num")
 
 
-@reduce_prod_p.def_jvp
-def _reduce_prod_jvp(primals, tangents, *, axes):
+@jvp_rule(reduce_prod_p)
+def _reduce_prod_jvp(out, primals, tangents, *, axes):
     (x,), (t,) = primals, tangents
-    out = reduce_prod(x, axes)
-    if _no_tangent(x, t):
-        return out, Zero(tangent_aval(out))
     # reduced axes last and flattened into axis k; then d prod = sum_i t_i * (product of the entries before i) *
     # (product of those after i), which divides by no entry
     perm, k = _kept(x, axes) + tuple(axes), len(out.shape)
     shape = tuple(out.shape) + (prod(x.shape[a] for a in axes),)
     x, t = (S.reshape(S.transpose(v, perm), shape) for v in (x, t))
     before, after = _shift(cumprod(x, k), k, 1, 1, False), _shift(cumprod(x, k, True), k, 1, 1, True)
-    return out, reduce_sum(E.mul(t, E.mul(before, after)), (k,))
+    return reduce_sum(E.mul(t, E.mul(before, after)), (k,))
 
 
 def reduce_prod(x, axes):
@@ -259,16 +249,11 @@ def cumsum(x, axis: int, reverse: bool = False):
 cumprod_p = _scan("cumprod")
 
 
-@cumprod_p.def_jvp
-def _cumprod_jvp(primals, tangents, *, axis, reverse):
-    (x,), (t,) = primals, tangents
-    out = cumprod(x, axis, reverse)
-    if _no_tangent(x, t):
-        return out, Zero(tangent_aval(out))
-
+@jvp_rule(cumprod_p)
+def _cumprod_jvp(out, primals, tangents, *, axis, reverse):
     def combine(a, ta, b, tb):   # the product rule, so no division by entries that may be zero
         return E.mul(a, b), E.add(E.mul(ta, b), E.mul(a, tb))
-    return out, _log_step_scan(x, t, axis, reverse, 1, combine)
+    return _log_step_scan(*primals, *tangents, axis, reverse, 1, combine)
 
 
 def cumprod(x, axis: int, reverse: bool = False):
@@ -284,17 +269,12 @@ def cumprod(x, axis: int, reverse: bool = False):
 
 def _cum_extremum_jvp(prim: Primitive, earlier_wins):
     """The tangent of the element each running extremum comes from (the earliest one on ties)."""
-    def rule(primals, tangents, *, axis, reverse):
-        (x,), (t,) = primals, tangents
-        out = prim.bind(x, axis=axis, reverse=reverse)
-        if _no_tangent(x, t):
-            return out, Zero(tangent_aval(out))
-
+    def rule(out, primals, tangents, *, axis, reverse):
         def combine(a, ta, b, tb):   # the NaN fill never wins a comparison, so it is never picked
             pick = earlier_wins(a, b)
             return E.select(pick, a, b), E.select(pick, ta, tb)
-        return out, _log_step_scan(x, t, axis, reverse, float("nan"), combine)
-    return rule
+        return _log_step_scan(*primals, *tangents, axis, reverse, float("nan"), combine)
+    return guarded_jvp(prim, rule)
 
 
 cummax_p = _scan("cummax")
