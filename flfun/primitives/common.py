@@ -66,6 +66,12 @@ def check_kinds(op: str, kinds: str, *avals) -> None:
             raise TypeError(f"{op}: requires {what} operands, got {short(a)}")
 
 
+def check_same(op: str, what: str, avals, attr: str = "dtype") -> None:
+    """``TypeError('<op>: <what> must have one <attr>, got f32[2], i32[2]')`` unless ``avals`` agree on ``attr``."""
+    if len({tuple(a.shape) if attr == "shape" else getattr(a, attr) for a in avals}) > 1:
+        raise TypeError(f"{op}: {what} must have one {attr}, got {', '.join(short(a) for a in avals)}")
+
+
 def broadcast_shapes(op: str, *avals) -> tuple[int, ...]:
     """numpy broadcasting of the avals' shapes, or ``TypeError('add: shapes f32[3] and f32[4] ...')``."""
     ndim = max(len(a.shape) for a in avals)
@@ -187,13 +193,10 @@ def broadcast_to_shape(x, shape: Sequence[int]):
 def linear_jvp(prim: Primitive, nlinear: int | None = None) -> Callable:
     """jvp of a primitive linear in its first ``nlinear`` operands (default: all), the rest (start indices)
     being held fixed: apply it to those tangents (zeros instantiated) and the other primals."""
-    def rule(primals, tangents, **params):
-        out = prim.bind(*primals, **params)
+    def rule(out, primals, tangents, **params):
         lin = tangents[:nlinear]
-        if all(is_zero(t) for t in lin):
-            return out, Zero(tangent_aval(out))
-        return out, prim.bind(*[instantiate(t) for t in lin], *primals[len(lin):], **params)
-    return rule
+        return prim.bind(*[instantiate(t) for t in lin], *primals[len(lin):], **params)
+    return guarded_jvp(prim, rule, False, slice(nlinear))
 
 
 def jvp_rule(prim: Primitive, float_only: bool = True, which: slice = slice(None)) -> Callable:

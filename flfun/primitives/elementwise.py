@@ -10,7 +10,7 @@ import math
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
-from flfun.primitives.common import (broadcast_shapes, broadcast_to_shape, broadcasting_batch, check_kinds,
+from flfun.primitives.common import (broadcast_shapes, broadcast_to_shape, broadcasting_batch, check_kinds, check_same,
                                      guarded_jvp, instantiate, is_undefined, is_zero, jvp_rule, naryop_abstract_eval,
                                      tangent_aval, unbroadcast, vectorized_batch, Zero, zero_jvp)
 from flfun.primitives.shape import full
@@ -242,11 +242,8 @@ def _select_n_abstract_eval(which, *cases):
         raise TypeError(f"select_n: the selector must be bool or integer, got {short(which)}")
     if which.dtype == dtypes.bool_ and len(cases) > 2:
         raise TypeError(f"select_n: a boolean selector picks between at most 2 cases, got {len(cases)}")
-    d0 = cases[0].dtype
-    if any(c.dtype != d0 for c in cases):
-        raise TypeError(f"select_n: cases must have one dtype, got {', '.join(short(c) for c in cases)}")
-    shape = broadcast_shapes("select_n", which, *cases)
-    return ShapedArray(shape, d0, all(is_weak(c) for c in cases))
+    check_same("select_n", "cases", cases)
+    return ShapedArray(broadcast_shapes("select_n", which, *cases), cases[0].dtype, all(is_weak(c) for c in cases))
 
 
 @jvp_rule(select_n_p, which=slice(1, None))
@@ -282,8 +279,7 @@ clamp_p = Primitive("clamp")
 
 @clamp_p.def_abstract_eval
 def _clamp_abstract_eval(lo, x, hi):
-    if not (lo.dtype == x.dtype == hi.dtype):
-        raise TypeError(f"clamp: operands must have one dtype, got {short(lo)}, {short(x)}, {short(hi)}")
+    check_same("clamp", "operands", (lo, x, hi))
     check_kinds("clamp", "num", x)
     return ShapedArray(broadcast_shapes("clamp", lo, x, hi), x.dtype, is_weak(x))
 

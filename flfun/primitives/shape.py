@@ -10,7 +10,7 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short, to_array
 from flfun.primitives import elementwise as E, indexing as I, reduce as R  # noqa: F401 (cycle: used in rules)
-from flfun.primitives.common import (batch_axes, front_batch, is_undefined, is_zero, linear_jvp, moveaxis,
+from flfun.primitives.common import (batch_axes, check_same, front_batch, is_undefined, is_zero, linear_jvp, moveaxis,
                                      moveaxis_to_front, not_mapped, tangent_aval, Zero)
 from flfun.util import prod
 
@@ -558,10 +558,8 @@ def _concatenate_abstract_eval(*operands, dimension):
     x0 = operands[0]
     if not 0 <= dimension < len(x0.shape):
         raise TypeError(f"concatenate: dimension {dimension} is out of range for {short(x0)}")
+    check_same("concatenate", "operands", operands)
     for o in operands[1:]:
-        if o.dtype != x0.dtype:
-            raise TypeError(f"concatenate: operands must have one dtype, got "
-                            f"{', '.join(short(o) for o in operands)}")
         if len(o.shape) != len(x0.shape) or any(a != b for i, (a, b) in enumerate(zip(o.shape, x0.shape))
                                                 if i != dimension):
             raise TypeError(f"concatenate: operand shapes must match except along dimension {dimension}, got "
@@ -613,8 +611,7 @@ def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
     if not operands:
         raise TypeError("sort: needs at least one operand")
     x0 = operands[0]
-    if any(tuple(o.shape) != tuple(x0.shape) for o in operands):
-        raise TypeError(f"sort: operands must have one shape, got {', '.join(short(o) for o in operands)}")
+    check_same("sort", "operands", operands, "shape")
     if not 0 <= dimension < len(x0.shape):
         raise TypeError(f"sort: dimension {dimension} is out of range for {short(x0)}")
     if not 1 <= num_keys <= len(operands):
