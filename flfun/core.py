@@ -37,11 +37,8 @@ class ShapedArray:
         return ShapedArray(self.shape if shape is None else shape, self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type)
 
-    def strip_weak(self) -> "ShapedArray":
-        return ShapedArray(self.shape, self.dtype) if self.weak_type else self
-
     def str_short(self) -> str:
-        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        return short(self)
 
     def __eq__(self, other):
         return (type(other) is ShapedArray and self.shape == other.shape and self.dtype == other.dtype
@@ -77,9 +74,7 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray(v.shape, v.dtype)
     if isinstance(x, Tracer):
         return x.aval
-    if isinstance(x, (Array, np.ndarray, np.generic)):
-        return ShapedArray(x.shape, x.dtype)
-    if type(x) in (int, float, bool):
+    if t in (int, float, bool):
         return ShapedArray((), dtypes.scalar_dtype(x), weak_type=True)
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return ShapedArray(x.shape, x.dtype)
@@ -90,6 +85,14 @@ def get_aval(x) -> ShapedArray:
 _PRIMITIVES: dict[str, "Primitive"] = {}
 _registry_version = itertools.count(1)
 registry_version = 0
+
+
+def _setter(slot: str) -> Callable:
+    """A ``Primitive.def_<slot>`` decorator method."""
+    def define(self, fn: Callable) -> Callable:
+        setattr(self, slot, fn)
+        return fn
+    return define
 
 
 class Primitive:
@@ -111,10 +114,7 @@ class Primitive:
         self.name = name
         self.multiple_results = multiple_results
         self.impls: dict[str, Callable] = {}
-        self.abstract_eval: Callable | None = None
-        self.jvp: Callable | None = None
-        self.transpose: Callable | None = None
-        self.batch: Callable | None = None
+        self.abstract_eval = self.jvp = self.transpose = self.batch = None   # the rules: Callable | None
         self.inplace: tuple[int, ...] = ()
         self.collective = False   # collectives name mapped axes in params["axes"]
         self.elementwise = False  # broadcasting elementwise (the eager tape and fusion passes use this)
@@ -123,10 +123,6 @@ class Primitive:
 
     def bind(self, *args, **params):
         return bind(self, *args, **params)
-
-    def def_abstract_eval(self, fn: Callable) -> Callable:
-        self.abstract_eval = fn
-        return fn
 
     def def_impl(self, backend: str = "numpy") -> Callable:
         def register(fn):
@@ -139,13 +135,7 @@ class Primitive:
         self.elementwise_tangent = None  # a derived shortcut must never outlive the rule it came from
         return fn
 
-    def def_transpose(self, fn: Callable) -> Callable:
-        self.transpose = fn
-        return fn
-
-    def def_batch(self, fn: Callable) -> Callable:
-        self.batch = fn
-        return fn
+    def_abstract_eval, def_transpose, def_batch = _setter("abstract_eval"), _setter("transpose"), _setter("batch")
 
     def __repr__(self):
         return self.name
@@ -214,58 +204,35 @@ class Trace:
         raise NotImplementedError
 
 
+def _needs_concrete(what: str) -> Callable:
+    return lambda self, *args, **kwargs: self._scalar(None, what)
+
+
 class Tracer(Array):
     """A value inside a transform. Subclasses set ``_trace`` and provide ``aval``."""
     __slots__ = ("_trace",)
 
     aval: ShapedArray
 
-    @property
-    def shape(self):
-        return self.aval.shape
-
-    @property
-    def dtype(self):
-        return self.aval.dtype
-
-    @property
-    def weak_type(self):
-        return self.aval.weak_type
-
-    @property
-    def device(self):
-        return None
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    weak_type = property(lambda self: self.aval.weak_type)
+    device = property(lambda self: None)
 
     def full_lower(self):
         return self
 
-    def _concrete_error(self, what: str):
-        return ConcretizationError(
-            f"{what} needs a concrete value, but this array is traced ({self.aval.str_short()} under "
-            f"{type(self._trace).__name__}). Inside a transform use flfun.numpy.where / flfun.lax.select "
-            f"or structured control flow instead of Python if/while, or mark the argument static "
-            f"(jit's static_argnums).")
+    def _scalar(self, kind, what: str | None = None):
+        raise ConcretizationError(
+            f"{what or f'conversion to Python {kind.__name__}'} needs a concrete value, but this array is traced "
+            f"({self.aval.str_short()} under {type(self._trace).__name__}). Inside a transform use "
+            f"flfun.numpy.where / flfun.lax.select or structured control flow instead of Python if/while, or mark "
+            f"the argument static (jit's static_argnums).")
 
-    def __bool__(self):
-        raise self._concrete_error("bool() / Python control flow (if, while, and, or)")
-
-    def __array__(self, dtype=None, copy=None):
-        raise self._concrete_error("conversion to a numpy array")
-
-    def _scalar(self, kind):
-        raise self._concrete_error(f"conversion to Python {kind.__name__}")
-
-    def __index__(self):
-        raise self._concrete_error("use as a Python index")
-
-    def item(self, *args):
-        raise self._concrete_error("item()")
-
-    def tolist(self):
-        raise self._concrete_error("tolist()")
-
-    def __dlpack__(self, **kw):
-        raise self._concrete_error("__dlpack__")
+    __bool__ = _needs_concrete("bool() / Python control flow (if, while, and, or)")
+    __array__ = _needs_concrete("conversion to a numpy array")
+    __index__ = _needs_concrete("use as a Python index")
+    item, tolist, __dlpack__ = _needs_concrete("item()"), _needs_concrete("tolist()"), _needs_concrete("__dlpack__")
 
     def __iter__(self):
         if not self.shape:
@@ -433,11 +400,8 @@ def to_array(x, dtype=None) -> Array:
     if isinstance(x, Tracer):
         raise _leaked("to_array", x)
     dev = default_device()
-    if type(x) in (int, float, bool):
-        dtype = dtypes.scalar_dtype(x) if dtype is None else dtype
-        return wrap(dev.put(np.asarray(x, dtype=dtype)), dev)
-    if isinstance(x, np.generic):
-        return wrap(dev.put(np.asarray(x, dtype=dtype)), dev)
+    if dtype is None and type(x) in (int, float, bool):
+        dtype = dtypes.scalar_dtype(x)
     return wrap(dev.put(np.array(x, dtype=dtype, copy=True)), dev)
 
 

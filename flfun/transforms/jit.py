@@ -63,14 +63,36 @@ def _take_donated(leaf, others: set):
 
 
 def _raw_args(leaves, avals, donated):
-    raw = [None if (i in donated and type(x) is Array) else _raw_arg(x, None if avals is None else avals[i])
-           for i, x in enumerate(leaves)]
+    raw = [None if i in donated and type(x) is Array else x._value if type(x) is Array else
+           np.asarray(x, dtype=avals[i].dtype) for i, x in enumerate(leaves)]
     if donated:
         others = {id(r) for r in raw if r is not None}
         for i in donated:
             if raw[i] is None:
                 raw[i] = _take_donated(leaves[i], others)
     return raw
+
+
+def _fast_key(args, kwargs, positional: bool):
+    """``(cache key, raw buffers, leaves)`` when every argument leaf is an Array, else None. ``positional``
+    first tries Arrays and tuples of Arrays (``f(params, x, y)``, the W1/W4 path) without pytree work; a tuple
+    adds its length to the key, so different nestings never share one."""
+    if positional:
+        key, items, leaves = [], args, None
+    else:
+        leaves, tree = tree_flatten((args, kwargs))
+        key, items = [tree], leaves
+    raw = []
+    for a in items:
+        if type(a) is tuple:      # (pytree leaves are never tuples)
+            key.append(len(a))
+        for b in a if type(a) is tuple else (a,):
+            if type(b) is not Array:
+                return _fast_key(args, kwargs, False) if positional else None
+            v = b._value
+            key += (v.shape, v.dtype, b._device)
+            raw.append(v)
+    return tuple(key), raw, leaves
 
 
 # ---------------------------------------------------------------------------------------------------- jit
@@ -81,30 +103,6 @@ class _Traced:
         self.closed, self.out_tree, self.tracers, self.avals = closed, out_tree, tracers, avals
 
 
-def _raw_arg(x, aval):
-    if type(x) is Array:
-        return x._value
-    return np.asarray(x, dtype=aval.dtype)
-
-
-def _positional_key(args):
-    """``(cache key, raw buffers)`` when every argument is an Array or a tuple of Arrays, else None; a tuple
-    adds its length to the key, so different nestings never share one."""
-    key, raw = [], []
-    for a in args:
-        items = (a,)
-        if type(a) is tuple:
-            key.append(len(a))
-            items = a
-        for b in items:
-            if type(b) is not Array:
-                return None
-            v = b._value
-            key += (v.shape, v.dtype, b._device)
-            raw.append(v)
-    return tuple(key), raw
-
-
 class JitFunction:
     """A function compiled on first call for each new argument signature (see ``jit``)."""
 
@@ -113,13 +111,12 @@ class JitFunction:
         self.fun = fun
         self.__name__ = getattr(fun, "__name__", type(fun).__name__)
         as_tuple = lambda x: (x,) if isinstance(x, (int, str)) else tuple(x)
-        self.static_argnums, self.static_argnames = as_tuple(static_argnums), as_tuple(static_argnames)
-        self.donate_argnums = as_tuple(donate_argnums)
-        for what, nums in (("static_argnums", self.static_argnums), ("donate_argnums", self.donate_argnums)):
-            if any(not isinstance(i, int) or isinstance(i, bool) for i in nums):
-                raise ValueError(f"jit: {what} must be ints, got {nums!r}")
-        if any(not isinstance(n, str) for n in self.static_argnames):
-            raise ValueError(f"jit: static_argnames must be strings, got {self.static_argnames!r}")
+        self.static_argnums, self.static_argnames, self.donate_argnums = map(
+            as_tuple, (static_argnums, static_argnames, donate_argnums))
+        for what, kind, vals in (("static_argnums", int, self.static_argnums), ("donate_argnums", int,
+                                 self.donate_argnums), ("static_argnames", str, self.static_argnames)):
+            if any(type(v) is not kind for v in vals):
+                raise ValueError(f"jit: {what} must be {'ints' if kind is int else 'strings'}, got {vals!r}")
         try:
             params = list(inspect.signature(fun).parameters)
         except (TypeError, ValueError):
@@ -129,10 +126,7 @@ class JitFunction:
                                      and params.index(n) not in self.static_argnums)
         self.memory_strategy = memory_strategy
         self._static = bool(self.static_argnums or self.static_argnames)
-        self._traces: dict = {}
-        self._fast: dict = {}
-        self._fast_version = None
-        self.trace_count = 0
+        self._traces, self._fast, self._fast_version, self.trace_count = {}, {}, None, 0
 
     # --- calling
     def __call__(self, *args, **kwargs):
@@ -142,47 +136,21 @@ class JitFunction:
                 self._fast.clear()
                 self._fast_version = version
             else:
-                hit = self._fast_positional(args) if not kwargs and not self.donate_argnums else None
-                if hit is not None:
-                    return hit
-                leaves, tree = tree_flatten((args, kwargs))
-                key = [tree]
-                for a in leaves:
-                    if type(a) is not Array:
-                        break
-                    v = a._value
-                    key += (v.shape, v.dtype, a._device)
-                else:
-                    hit = self._fast.get(tuple(key))
-                    if hit is not None:
-                        exe, out_tree, dev, donated = hit
-                        raw = _raw_args(leaves, None, donated) if donated else [a._value for a in leaves]
-                        outs = exe(*raw)
-                        return tree_unflatten(out_tree, [wrap(o, dev) for o in outs])
+                fast = _fast_key(args, kwargs, not (kwargs or self.donate_argnums))
+                hit = fast and self._fast.get(fast[0])
+                if hit:
+                    exe, out_tree, dev, donated = hit
+                    outs = exe(*(_raw_args(fast[2], None, donated) if donated else fast[1]))
+                    if out_tree is None:
+                        return wrap(outs[0], dev)
+                    return tree_unflatten(out_tree, [wrap(o, dev) for o in outs])
         return self._call(args, kwargs)
-
-    def _fast_positional(self, args):
-        """The W1/W4 path: positional Arrays and tuples of Arrays (``f(params, x, y)``), an executable cached
-        for their shapes and dtypes."""
-        pos = _positional_key(args)
-        hit = None if pos is None else self._fast.get(pos[0])
-        if hit is None:
-            return None
-        exe, out_tree, dev, _ = hit
-        outs = exe(*pos[1])
-        if out_tree is None:
-            return wrap(outs[0], dev)
-        return tree_unflatten(out_tree, [wrap(o, dev) for o in outs])
 
     def _signature(self, args, kwargs):
         nargs = len(args)
         static_pos = {i % nargs for i in self.static_argnums if -nargs <= i < nargs}
-        static = []
-        for i in sorted(static_pos):
-            static.append((i, args[i]))
-        for k in sorted(kwargs):
-            if k in self.static_argnames:
-                static.append((k, kwargs[k]))
+        static = [(i, args[i]) for i in sorted(static_pos)] + [(k, kwargs[k]) for k in sorted(kwargs)
+                                                               if k in self.static_argnames]
         for where, val in static:
             try:
                 hash(val)
@@ -194,12 +162,8 @@ class JitFunction:
         dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
         dyn_kw = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         leaves, in_tree = tree_flatten((dyn, dyn_kw))
-        donate = {i % nargs for i in self.donate_argnums if -nargs <= i < nargs} - static_pos
-        mask = []
-        for i, a in enumerate(args):
-            if i not in static_pos:
-                mask += [i in donate] * len(tree_leaves(a))
-        mask += [False] * (len(leaves) - len(mask))
+        donate = {i % nargs for i in self.donate_argnums if -nargs <= i < nargs}
+        mask = [i in donate for i, a in enumerate(args) if i not in static_pos for _ in tree_leaves(a)]
         avals = []
         for i, x in enumerate(leaves):
             try:
@@ -241,16 +205,9 @@ class JitFunction:
             return tree_unflatten(traced.out_tree, outs)
         dev = _device_of(leaves)
         exe = compile_program(traced.closed, dev, donated, self.memory_strategy)
-        if not self._static and _state.eager and all(type(x) is Array for x in leaves):
-            pos = None if kwargs or donated else _positional_key(args)
-            key = pos and pos[0]
-            if pos is None:
-                key = [tree_flatten((args, kwargs))[1]]
-                for a in leaves:
-                    key += (a._value.shape, a._value.dtype, a._device)
-                key = tuple(key)
-            out_tree = None if pos is not None and traced.out_tree.node_type is None else traced.out_tree
-            self._fast[key] = (exe, out_tree, dev, donated)
+        if not self._static and all(type(x) is Array for x in leaves):
+            key = _fast_key(args, kwargs, not (kwargs or self.donate_argnums))[0]
+            self._fast[key] = (exe, None if traced.out_tree.node_type is None else traced.out_tree, dev, donated)
         outs = exe(*_raw_args(leaves, avals, donated))
         return tree_unflatten(traced.out_tree, [wrap(o, dev) for o in outs])
 

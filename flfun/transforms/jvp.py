@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from flfun import dtypes
 from flfun.array import Array
-from flfun.core import Trace, Tracer, full_raise, get_aval, missing_rule, new_main, to_array
+from flfun.core import Trace, Tracer, full_lower, full_raise, get_aval, missing_rule, new_main, to_array
 from flfun.ir import Program, eval_program
 from flfun.primitives.common import Zero, instantiate, is_zero, tangent_aval
 from flfun.transforms.staging import ProgramBuilder, StagingTrace
@@ -31,16 +31,12 @@ class JVPTracer(Tracer):
         return get_aval(self.primal)
 
     def full_lower(self):
-        if is_zero(self.tangent):
-            return self.primal.full_lower() if isinstance(self.primal, Tracer) else self.primal
-        return self
+        return full_lower(self.primal) if is_zero(self.tangent) else self
 
 
 class JVPTrace(Trace):
     def pure(self, val):
         return JVPTracer(self, val, Zero(tangent_aval(get_aval(val))))
-
-    lift = pure
 
     def process_primitive(self, prim, tracers, params):
         primals = [t.primal for t in tracers]
@@ -57,11 +53,11 @@ class JVPTrace(Trace):
         return [JVPTracer(self, primal_out, tangent_out)]
 
 
-def _check_tangent(i, p, t):
-    pa, ta = get_aval(p), get_aval(t)
-    if pa.shape != ta.shape or (dtypes.is_float(pa.dtype) and pa.dtype != ta.dtype):
-        raise ValueError(f"jvp: tangent {i} has aval {ta.str_short()} but its primal has {pa.str_short()}; "
-                         f"they must match")
+def _check_tangents(primals: list, tangents: list) -> None:
+    for i, (pa, ta) in enumerate(zip(map(get_aval, primals), map(get_aval, tangents))):
+        if pa.shape != ta.shape or (dtypes.is_float(pa.dtype) and pa.dtype != ta.dtype):
+            raise ValueError(f"jvp: tangent {i} has aval {ta.str_short()} but its primal has {pa.str_short()}; "
+                             f"they must match")
 
 
 def as_arrays(xs: list) -> list:
@@ -72,7 +68,7 @@ def as_arrays(xs: list) -> list:
 def jvp_flat(f: Callable, primals: list, tangents: list) -> tuple[list, list]:
     """Flat jvp: ``f(*primals) -> list``; tangents may be ``Zero``; output tangents may be ``Zero``."""
     primals = as_arrays(primals)
-    tangents = [t if is_zero(t) else (t if isinstance(t, Array) else to_array(t)) for t in tangents]
+    tangents = [t if is_zero(t) or isinstance(t, Array) else to_array(t) for t in tangents]
     with new_main(JVPTrace) as main:
         trace = main.trace
         ins = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
@@ -80,16 +76,18 @@ def jvp_flat(f: Callable, primals: list, tangents: list) -> tuple[list, list]:
         return [o.primal for o in outs], [o.tangent for o in outs]
 
 
-def flatten_fun(f: Callable, in_tree) -> tuple[Callable, list]:
-    """Wrap a pytree function as a flat one; the output structure lands in the returned one-element list."""
-    out_tree = []
+def flatten_fun(f: Callable, in_tree, has_aux: bool = False) -> tuple[Callable, list]:
+    """Wrap a pytree function as a flat one; the returned list receives the output structure (and, with
+    ``has_aux``, the auxiliary value of ``f``'s ``(output, aux)``)."""
+    store = []
 
     def flat(*leaves):
         out = f(*tree_unflatten(in_tree, leaves))
+        out, aux = out if has_aux else (out, None)
         leaves_out, td = tree_flatten(out)
-        out_tree.append(td)
+        store[:] = [td, aux]
         return leaves_out
-    return flat, out_tree
+    return flat, store
 
 
 def jvp(f: Callable, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
@@ -106,9 +104,8 @@ def jvp(f: Callable, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if p_tree != t_tree:
         raise ValueError(f"jvp: primal and tangent structures differ: {p_tree} and {t_tree}")
-    for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
-        _check_tangent(i, p, t)
-    flat, out_tree = flatten_fun(lambda *a: f(*a), p_tree)
+    _check_tangents(p_leaves, t_leaves)
+    flat, out_tree = flatten_fun(f, p_tree)
     outs, touts = jvp_flat(flat, p_leaves, t_leaves)
     touts = [instantiate(t) for t in touts]
     return tree_unflatten(out_tree[0], outs), tree_unflatten(out_tree[0], touts)
@@ -123,11 +120,8 @@ def linearize_flat(f: Callable, primals: list):
         strace = smain.trace
         tangents_in = [strace.new_arg(tangent_aval(get_aval(p))) for p in primals]
         primals_out, tangents_out = jvp_flat(f, primals, tangents_in)
-        zero_out = [is_zero(t) for t in tangents_out]
-        nonzero = [full_raise(strace, t) for t in tangents_out if not is_zero(t)]
-        program, consts = builder.build(tangents_in, nonzero)
-    return primals_out, program, consts, zero_out, [t.aval if is_zero(t) else None
-                                                    for t in tangents_out]
+        program, consts = builder.build(tangents_in, [full_raise(strace, t) for t in tangents_out if not is_zero(t)])
+    return primals_out, program, consts, [t.aval if is_zero(t) else None for t in tangents_out]
 
 
 def linearize(f: Callable, *primals) -> tuple[Any, Callable]:
@@ -139,17 +133,16 @@ def linearize(f: Callable, *primals) -> tuple[Any, Callable]:
         >>> f_jvp(1.0)  # cos(0.5)
     """
     p_leaves, p_tree = tree_flatten(tuple(primals))
-    flat, out_tree = flatten_fun(lambda *a: f(*a), p_tree)
-    outs, program, consts, zero_out, zero_avals = linearize_flat(flat, p_leaves)
+    flat, out_tree = flatten_fun(f, p_tree)
+    outs, program, consts, zero_avals = linearize_flat(flat, p_leaves)
 
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_flatten(tuple(tangents))
         if t_tree != p_tree:
             raise ValueError(f"linearize: tangent structure {t_tree} does not match primals {p_tree}")
-        for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
-            _check_tangent(i, p, t)
+        _check_tangents(p_leaves, t_leaves)
         it = iter(eval_program(program, consts, t_leaves))
-        res = [instantiate(Zero(a)) if z else next(it) for z, a in zip(zero_out, zero_avals)]
+        res = [next(it) if a is None else instantiate(Zero(a)) for a in zero_avals]
         return tree_unflatten(out_tree[0], res)
 
     return tree_unflatten(out_tree[0], outs), f_jvp

@@ -27,71 +27,50 @@ LINEAR_IN: dict[str, tuple[int, ...] | str] = {
 }
 
 
-class TapeNode:
-    __slots__ = ("prim", "params", "args", "outs", "parents")
-
-    def __init__(self, prim, params, args, outs, parents):
-        self.prim, self.params, self.args, self.outs, self.parents = prim, params, args, outs, parents
-
-
 class Tape:
-    """Records evaluations whose operands descend from the watched inputs (by Array identity)."""
+    """Records evaluations whose operands descend from the watched inputs (``index``: ids of the Arrays that do)
+    as ``(prim, params, args, outs, watched)``; the nodes keep those Arrays, and so their ids, alive."""
 
     def __init__(self, inputs):
-        self.index: dict[int, tuple[TapeNode, int]] = {}
-        self.nodes: list[TapeNode] = []
-        self.leaves = [TapeNode(None, None, None, [x], None) for x in inputs]
-        for x, leaf in zip(inputs, self.leaves):
-            self.index[id(x)] = (leaf, 0)
+        self.inputs, self.nodes, self.index = inputs, [], {id(x) for x in inputs}
 
     def record(self, prim, params, args, outs) -> None:
-        get = self.index.get
-        parents = [get(id(a)) for a in args]
-        if parents.count(None) == len(parents):
-            return
         index = self.index
-        node = TapeNode(prim, params, args, outs, parents)
-        self.nodes.append(node)
-        for i, o in enumerate(outs):
-            index[id(o)] = (node, i)
+        watched = [id(a) in index for a in args]
+        if True in watched:
+            self.nodes.append((prim, params, args, outs, watched))
+            index.update(map(id, outs))
 
 
-def node_vjp(node: TapeNode, cts: list, need: list[int]) -> dict[int, object]:
-    """Cotangents of ``node``'s operands ``need`` given its output cotangents (``None`` = zero)."""
-    prim, args, params = node.prim, node.args, node.params
+def node_vjp(prim, params, args, outs, cts: list, need: list[int]) -> dict[int, object]:
+    """Cotangents of a node's operands ``need`` given its output cotangents (``None`` = zero)."""
     if not prim.multiple_results:
         ct = cts[0]
         tangent = prim.elementwise_tangent
         if tangent is not None:
-            return {0: tangent(ct, args[0], node.outs[0])}
+            return {0: tangent(ct, args[0], outs[0])}
         linear = LINEAR_IN.get(prim.name)
         if prim.transpose is not None and linear is not None and (linear == "all" or set(need) <= set(linear)):
-            out = {}
-            for i in need:
-                targs = [UndefinedPrimal(get_aval(a)) if j == i else a for j, a in enumerate(args)]
-                out[i] = prim.transpose(ct, *targs, **params)[i]
-            return out
+            return {i: prim.transpose(ct, *[UndefinedPrimal(get_aval(a)) if j == i else a for j, a in enumerate(args)],
+                                      **params)[i] for i in need}
         if prim.elementwise:
             out = {}
             for i in need:
-                tangents = [ct if j == i else Zero(get_aval(a)) for j, a in enumerate(args)]
-                _, t = prim.jvp(args, tangents, **params)
+                _, t = prim.jvp(args, [ct if j == i else Zero(get_aval(a)) for j, a in enumerate(args)], **params)
                 out[i] = None if is_zero(t) else unbroadcast(t, get_aval(args[i]))
             return out
     from flfun.transforms.vjp import vjp_flat_linearized
     single = (lambda *a: prim.bind(*a, **params)) if prim.multiple_results else \
         (lambda *a: [prim.bind(*a, **params)])
     _, f_vjp = vjp_flat_linearized(single, list(args))
-    full = [instantiate(Zero(get_aval(o))) if c is None else c for c, o in zip(cts, node.outs)]
-    res = f_vjp(full)
+    res = f_vjp([instantiate(Zero(get_aval(o))) if c is None else c for c, o in zip(cts, outs)])
     return {i: res[i] for i in need}
 
 
 def tape_vjp_flat(f, primals: list):
     """``(outputs, f_vjp)`` for a flat function of concrete arrays, recording a tape (see module docstring)."""
     inputs = [wrap(p._value, p._device) for p in primals]   # fresh identities, even if an array is passed twice
-    tape = Tape(inputs)
-    _state.tape = tape
+    tape = _state.tape = Tape(inputs)
     _refresh_state()
     try:
         outs = f(*inputs)
@@ -100,40 +79,23 @@ def tape_vjp_flat(f, primals: list):
         _refresh_state()
 
     def f_vjp(cts: list) -> list:
-        acc: dict[int, object] = {}
-        index = tape.index
+        acc: dict[int, object] = {}     # id of an Array on the tape -> its cotangent so far
 
-        def accumulate(node, i, ct):
-            key = (id(node), i)
-            prev = acc.get(key)
-            if prev is None:
-                acc[key] = ct
-            else:
-                acc[key] = add(prev, ct)
+        def accumulate(x, ct):
+            prev = acc.get(id(x))
+            acc[id(x)] = ct if prev is None else add(prev, ct)
 
         for o, ct in zip(outs, cts):
-            where = index.get(id(o))
-            if where is not None and ct is not None and not is_zero(ct) and o.dtype.kind == "f":
-                accumulate(where[0], where[1], ct)
-        for node in reversed(tape.nodes):
-            key = id(node)
-            if len(node.outs) == 1:
-                ct = acc.pop((key, 0), None)
-                if ct is None:
-                    continue
-                node_cts = [ct]
-            else:
-                node_cts = [acc.pop((key, i), None) for i in range(len(node.outs))]
-                if all(c is None for c in node_cts):
-                    continue
-            need = [i for i, p in enumerate(node.parents) if p is not None and node.args[i].dtype.kind == "f"]
-            if not need:
+            if id(o) in tape.index and ct is not None and not is_zero(ct) and o.dtype.kind == "f":
+                accumulate(o, ct)
+        for prim, params, args, node_outs, watched in reversed(tape.nodes):
+            node_cts = [acc.pop(id(o), None) for o in node_outs]
+            if all(c is None for c in node_cts):
                 continue
-            for i, ct in node_vjp(node, node_cts, need).items():
+            need = [i for i, w in enumerate(watched) if w and args[i].dtype.kind == "f"]
+            for i, ct in node_vjp(prim, params, args, node_outs, node_cts, need).items() if need else ():
                 if ct is not None and not is_zero(ct):
-                    parent, j = node.parents[i]
-                    accumulate(parent, j, ct)
-        grads = [acc.get((id(leaf), 0)) for leaf in tape.leaves]
-        return [Zero(get_aval(p)) if g is None else g for g, p in zip(grads, primals)]
+                    accumulate(args[i], ct)
+        return [Zero(get_aval(p)) if id(x) not in acc else acc[id(x)] for x, p in zip(inputs, primals)]
 
     return outs, f_vjp

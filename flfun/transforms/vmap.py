@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
-from flfun.core import Trace, Tracer, full_raise, get_aval, missing_rule, new_main
+from flfun.core import Trace, Tracer, full_lower, full_raise, get_aval, missing_rule, new_main
 from flfun.primitives.common import moveaxis, moveaxis_to_front, not_mapped
+from flfun.transforms.jvp import flatten_fun
 from flfun.tree import broadcast_prefix, tree_flatten, tree_unflatten
 from flfun.util import canonical_axis
 
@@ -37,16 +38,12 @@ class BatchTracer(Tracer):
         return a.update(shape=a.shape[:self.bdim] + a.shape[self.bdim + 1:])
 
     def full_lower(self):
-        if self.bdim is not_mapped:
-            return self.val.full_lower() if isinstance(self.val, Tracer) else self.val
-        return self
+        return full_lower(self.val) if self.bdim is not_mapped else self
 
 
 class BatchTrace(Trace):
     def pure(self, val):
         return BatchTracer(self, val, not_mapped)
-
-    lift = pure
 
     @property
     def axis(self) -> AxisData:
@@ -68,7 +65,7 @@ class BatchTrace(Trace):
         return [BatchTracer(self, out, out_dim)]
 
 
-def vmap_flat(f: Callable, axis: AxisData, args: list, in_dims: list, out_dims_wanted: list | None = None):
+def vmap_flat(f: Callable, axis: AxisData, args: list, in_dims: list):
     with new_main(BatchTrace, axis) as main:
         trace = main.trace
         ins = [BatchTracer(trace, a, d) if d is not not_mapped else a for a, d in zip(args, in_dims)]
@@ -111,31 +108,21 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None
                 continue
             if not isinstance(ax, int):
                 raise ValueError(f"vmap: in_axes entries must be int or None, got {ax!r}")
-            nd = len(get_aval(x).shape)
-            if not -nd <= ax < nd:
-                raise ValueError(f"vmap: in_axes={ax} is out of bounds for argument leaf {i} of rank {nd}")
-            d = ax % nd
-            dims.append(d)
-            sizes.append((i, get_aval(x).shape[d]))
-        if sizes:
-            size = sizes[0][1]
-            if any(s != size for _, s in sizes) or (axis_size is not None and axis_size != size):
-                desc = ", ".join(f"leaf {i}: {s}" for i, s in sizes)
-                raise ValueError(f"vmap: mapped axes have different sizes ({desc}"
-                                 f"{'' if axis_size is None else f', axis_size={axis_size}'})")
-        elif axis_size is None:
+            shape = get_aval(x).shape
+            if not -len(shape) <= ax < len(shape):
+                raise ValueError(f"vmap: in_axes={ax} is out of bounds for argument leaf {i} of rank {len(shape)}")
+            dims.append(ax % len(shape))
+            sizes.append((i, shape[dims[-1]]))
+        size = axis_size if axis_size is not None else sizes[0][1] if sizes else None
+        if size is None:
             raise ValueError("vmap: no argument is mapped (all in_axes are None); pass axis_size")
-        else:
-            size = axis_size
-        out_tree = []
-
-        def flat_f(*xs):
-            out = f(*tree_unflatten(tree, xs))
-            ol, otd = tree_flatten(out)
-            out_tree.append((otd, out))
-            return ol
+        if any(s != size for _, s in sizes):
+            desc = ", ".join(f"leaf {i}: {s}" for i, s in sizes)
+            raise ValueError(f"vmap: mapped axes have different sizes ({desc}"
+                             f"{'' if axis_size is None else f', axis_size={axis_size}'})")
+        flat_f, out_tree = flatten_fun(f, tree)
         outs, out_dims = vmap_flat(flat_f, AxisData(size, axis_name), leaves, dims)
-        otd, out_example = out_tree[0]
+        otd = out_tree[0]
         wanted = [out_axes] * len(outs) if isinstance(out_axes, int) or out_axes is None else \
             broadcast_prefix(out_axes, tree_unflatten(otd, outs), "vmap out_axes")
         return tree_unflatten(otd, [_move_out(x, d, w, size, i)
