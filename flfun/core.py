@@ -111,8 +111,7 @@ class Primitive:
     """
 
     def __init__(self, name: str, *, multiple_results: bool = False):
-        self.name = name
-        self.multiple_results = multiple_results
+        self.name, self.multiple_results = name, multiple_results
         self.impls: dict[str, Callable] = {}
         self.abstract_eval = self.jvp = self.transpose = self.batch = None   # the rules: Callable | None
         self.inplace: tuple[int, ...] = ()
@@ -154,10 +153,8 @@ def register_impl(prim: Primitive, backend: str, fn: Callable | None) -> Callabl
     global registry_version
     if not isinstance(prim, Primitive):
         raise TypeError(f"register_impl: expected a Primitive, got {prim!r}")
-    old = prim.impls.get(backend)
-    if fn is None:
-        prim.impls.pop(backend, None)
-    else:
+    old = prim.impls.pop(backend, None)
+    if fn is not None:
         prim.impls[backend] = fn
     registry_version = next(_registry_version)
     return old
@@ -194,11 +191,8 @@ class Trace:
     def __init__(self, main: MainTrace):
         self.main = main
 
-    def pure(self, val):
+    def pure(self, val):     # also lifts a tracer of a lower level
         raise NotImplementedError
-
-    def lift(self, val):
-        return self.pure(val)
 
     def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> list:
         raise NotImplementedError
@@ -233,11 +227,6 @@ class Tracer(Array):
     __array__ = _needs_concrete("conversion to a numpy array")
     __index__ = _needs_concrete("use as a Python index")
     item, tolist, __dlpack__ = _needs_concrete("item()"), _needs_concrete("tolist()"), _needs_concrete("__dlpack__")
-
-    def __iter__(self):
-        if not self.shape:
-            raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self):
         return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
@@ -285,13 +274,12 @@ class new_main:
         self.prev_dynamic = dynamic
 
     def __enter__(self) -> MainTrace:
-        main = self.main
-        trace_stack.append(main)
+        trace_stack.append(self.main)
         dynamic, self.prev_dynamic = self.prev_dynamic, _state.dynamic
         if dynamic:
-            _state.dynamic = main
+            _state.dynamic = self.main
         _state.eager = _state.evaluate = False
-        return main
+        return self.main
 
     def __exit__(self, *exc) -> None:
         self.main.active = False
@@ -336,7 +324,7 @@ def full_raise(trace: Trace, val):
     if not m.active:
         raise _leaked("full_raise", val)
     if m.level < trace.main.level:
-        return trace.lift(val)
+        return trace.pure(val)
     raise UnexpectedTracerError(f"cannot lift a tracer of level {m.level} into level {trace.main.level}")
 
 
@@ -351,9 +339,7 @@ def bind(prim: Primitive, *args, **params):
     trace = find_top_trace(prim, args, params)
     tracers = [full_raise(trace, a) for a in args]
     outs = trace.process_primitive(prim, tracers, params)
-    if prim.multiple_results:
-        return [full_lower(o) for o in outs]
-    return full_lower(outs[0])
+    return [full_lower(o) for o in outs] if prim.multiple_results else full_lower(outs[0])
 
 
 def axis_main(name, op: str = "collective") -> MainTrace:

@@ -17,13 +17,14 @@ import numpy as np
 from flfun import core
 from flfun.array import Array
 from flfun.config import config
-from flfun.core import Tracer, _state, get_aval, wrap
+from flfun.core import Tracer, _state, get_aval, short, wrap
 from flfun.executor import Executable, writes_out
 from flfun.ir import ClosedProgram
 from flfun.memory.planner import MemoryPlan, plan_program
 from flfun.passes import optimize
 from flfun.transforms import call
 from flfun.transforms.call import close_program, compile_program, jit_p
+from flfun.transforms.jvp import flatten_fun
 from flfun.transforms.staging import trace_to_program
 from flfun.tree import tree_flatten, tree_leaves, tree_unflatten
 
@@ -44,8 +45,7 @@ _DONATED = _Donated()
 
 
 def _value_refs(leaf) -> int:
-    v = leaf._value
-    return sys.getrefcount(v)
+    return sys.getrefcount(leaf._value)
 
 
 _BASE_REFS = _value_refs(wrap(np.array([0.0]), None))  # an Array's buffer that nothing else references
@@ -97,10 +97,10 @@ def _fast_key(args, kwargs, positional: bool):
 
 # ---------------------------------------------------------------------------------------------------- jit
 class _Traced:
-    __slots__ = ("closed", "out_tree", "tracers", "avals")
+    __slots__ = ("closed", "out_tree", "tracers", "avals", "in_tree")
 
-    def __init__(self, closed, out_tree, tracers, avals):
-        self.closed, self.out_tree, self.tracers, self.avals = closed, out_tree, tracers, avals
+    def __init__(self, closed, out_tree, tracers, avals, in_tree):
+        self.closed, self.out_tree, self.tracers, self.avals, self.in_tree = closed, out_tree, tracers, avals, in_tree
 
 
 class JitFunction:
@@ -141,9 +141,8 @@ class JitFunction:
                 if hit:
                     exe, out_tree, dev, donated = hit
                     outs = exe(*(_raw_args(fast[2], None, donated) if donated else fast[1]))
-                    if out_tree is None:
-                        return wrap(outs[0], dev)
-                    return tree_unflatten(out_tree, [wrap(o, dev) for o in outs])
+                    return wrap(outs[0], dev) if out_tree is None else \
+                        tree_unflatten(out_tree, [wrap(o, dev) for o in outs])
         return self._call(args, kwargs)
 
     def _signature(self, args, kwargs):
@@ -173,32 +172,29 @@ class JitFunction:
                                  f"array; mark it static (static_argnums / static_argnames)") from None
         return leaves, in_tree, tuple(avals), tuple(static), tuple(i for i, d in enumerate(mask) if d)
 
-    def _trace(self, in_tree, avals, static, args, kwargs) -> _Traced:
+    def _trace(self, args, kwargs):
+        """``(traced program, argument leaves, their avals, donated leaf indices)`` for these arguments."""
+        leaves, in_tree, avals, static, donated = self._signature(args, kwargs)
         key = (in_tree, avals, static)
         hit = self._traces.get(key)
         if hit is not None:
-            return hit
+            return hit, leaves, avals, donated
         static_pos = {w for w, _ in static if isinstance(w, int)}
-        out_tree = []
 
-        def flat_fun(*leaves):
-            dyn, dyn_kw = tree_unflatten(in_tree, leaves)
+        def fun(dyn, dyn_kw):
             it = iter(dyn)
-            full = [args[i] if i in static_pos else next(it) for i in range(len(args))]
-            out = self.fun(*full, **{**kwargs, **dyn_kw})
-            out_leaves, td = tree_flatten(out)
-            out_tree.append(td)
-            return out_leaves
+            return self.fun(*[args[i] if i in static_pos else next(it) for i in range(len(args))],
+                            **{**kwargs, **dyn_kw})
+        flat_fun, out_tree = flatten_fun(fun, in_tree)
         closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
         self.trace_count += 1
-        traced = _Traced(closed, out_tree[0], tracers, avals)
+        traced = _Traced(closed, out_tree[0], tracers, avals, in_tree)
         if not tracers:
             self._traces[key] = traced
-        return traced
+        return traced, leaves, avals, donated
 
     def _call(self, args, kwargs):
-        leaves, in_tree, avals, static, donated = self._signature(args, kwargs)
-        traced = self._trace(in_tree, avals, static, args, kwargs)
+        traced, leaves, avals, donated = self._trace(args, kwargs)
         eager = _state.eager and not traced.tracers and all(not isinstance(x, Tracer) for x in leaves)
         if not eager:
             outs = jit_p.bind(*traced.tracers, *leaves, closed=traced.closed, name=self.__name__, donated=())
@@ -214,12 +210,11 @@ class JitFunction:
     # --- inspection
     def lower(self, *args, **kwargs) -> Lowered:
         """Trace and optimise for these arguments: ``.ir`` (text), ``.plan`` (memory plan), ``.compile()``."""
-        leaves, in_tree, avals, static, donated = self._signature(args, kwargs)
-        traced = self._trace(in_tree, avals, static, args, kwargs)
+        traced, leaves, _, donated = self._trace(args, kwargs)
         if traced.tracers:
             raise ValueError("jit.lower: the function closes over values traced by an outer transform; lower it "
                              "outside that transform")
-        return Lowered(self, traced, in_tree, _device_of(leaves), donated)
+        return Lowered(self, traced, traced.in_tree, _device_of(leaves), donated)
 
     def _cache_size(self) -> int:
         return len(self._traces)
@@ -233,15 +228,11 @@ class JitFunction:
 
 
 def _device_of(leaves):
-    dev = None
-    for x in leaves:
-        if type(x) is Array:
-            if dev is None:
-                dev = x._device
-            elif x._device is not dev:
-                raise ValueError(f"jit: arguments live on different devices ({dev} and {x._device}); move them "
-                                 f"with flfun.device_put first")
-    return dev or core.default_device()
+    devs = list(dict.fromkeys(x._device for x in leaves if type(x) is Array))
+    if len(devs) > 1:
+        raise ValueError(f"jit: arguments live on different devices ({devs[0]} and {devs[1]}); move them "
+                         f"with flfun.device_put first")
+    return devs[0] if devs else core.default_device()
 
 
 class Lowered:
@@ -292,8 +283,7 @@ class Compiled:
                              f"pytree structure {tree}")
         avals = tuple(get_aval(x) for x in leaves)
         if avals != self.traced.avals:
-            got = ", ".join(a.str_short() for a in avals)
-            want = ", ".join(a.str_short() for a in self.traced.avals)
+            got, want = (", ".join(map(short, a)) for a in (avals, self.traced.avals))
             raise ValueError(f"jit: compiled for arguments ({want}) but called with ({got})")
         outs = self.executable(*_raw_args(leaves, avals, self.donated))
         return tree_unflatten(self.traced.out_tree, [wrap(o, self.device) for o in outs])
@@ -338,9 +328,7 @@ def make_ir(fun: Callable, static_argnums: int | Sequence[int] = (), optimized: 
           in (c,) }
     """
     def make(*args, **kwargs):
-        jf = JitFunction(fun, static_argnums)
-        leaves, in_tree, avals, static, _ = jf._signature(args, kwargs)
-        traced = jf._trace(in_tree, avals, static, args, kwargs)
+        traced = JitFunction(fun, static_argnums)._trace(args, kwargs)[0]
         if optimized:
             return ClosedProgram(*optimize(traced.closed.program, traced.closed.consts))
         return traced.closed

@@ -22,9 +22,7 @@ class JVPTracer(Tracer):
     __slots__ = ("primal", "tangent")
 
     def __init__(self, trace, primal, tangent):
-        self._trace = trace
-        self.primal = primal
-        self.tangent = tangent
+        self._trace, self.primal, self.tangent = trace, primal, tangent
 
     @property
     def aval(self):
@@ -43,14 +41,11 @@ class JVPTrace(Trace):
         tangents = [t.tangent for t in tracers]
         if all(is_zero(t) for t in tangents):
             out = prim.bind(*primals, **params)
-            outs = out if prim.multiple_results else [out]
-            return [JVPTracer(self, o, Zero(tangent_aval(get_aval(o)))) for o in outs]
+            return [self.pure(o) for o in (out if prim.multiple_results else [out])]
         if prim.jvp is None:
             raise missing_rule("jvp", prim)
-        primal_out, tangent_out = prim.jvp(primals, tangents, **params)
-        if prim.multiple_results:
-            return [JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out)]
-        return [JVPTracer(self, primal_out, tangent_out)]
+        out, t_out = prim.jvp(primals, tangents, **params)
+        return [JVPTracer(self, p, t) for p, t in (zip(out, t_out) if prim.multiple_results else [(out, t_out)])]
 
 
 def _check_tangents(primals: list, tangents: list) -> None:
@@ -70,9 +65,7 @@ def jvp_flat(f: Callable, primals: list, tangents: list) -> tuple[list, list]:
     primals = as_arrays(primals)
     tangents = [t if is_zero(t) or isinstance(t, Array) else to_array(t) for t in tangents]
     with new_main(JVPTrace) as main:
-        trace = main.trace
-        ins = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
-        outs = [full_raise(trace, o) for o in f(*ins)]
+        outs = [full_raise(main.trace, o) for o in f(*[JVPTracer(main.trace, p, t) for p, t in zip(primals, tangents)])]
         return [o.primal for o in outs], [o.tangent for o in outs]
 
 
@@ -117,10 +110,10 @@ def linearize_flat(f: Callable, primals: list):
     primals = as_arrays(primals)
     builder = ProgramBuilder()
     with new_main(StagingTrace, builder) as smain:
-        strace = smain.trace
-        tangents_in = [strace.new_arg(tangent_aval(get_aval(p))) for p in primals]
+        tangents_in = [smain.trace.new_arg(tangent_aval(get_aval(p))) for p in primals]
         primals_out, tangents_out = jvp_flat(f, primals, tangents_in)
-        program, consts = builder.build(tangents_in, [full_raise(strace, t) for t in tangents_out if not is_zero(t)])
+        program, consts = builder.build(tangents_in, [full_raise(smain.trace, t) for t in tangents_out
+                                                      if not is_zero(t)])
     return primals_out, program, consts, [t.aval if is_zero(t) else None for t in tangents_out]
 
 
@@ -142,8 +135,7 @@ def linearize(f: Callable, *primals) -> tuple[Any, Callable]:
             raise ValueError(f"linearize: tangent structure {t_tree} does not match primals {p_tree}")
         _check_tangents(p_leaves, t_leaves)
         it = iter(eval_program(program, consts, t_leaves))
-        res = [next(it) if a is None else instantiate(Zero(a)) for a in zero_avals]
-        return tree_unflatten(out_tree[0], res)
+        return tree_unflatten(out_tree[0], [next(it) if a is None else instantiate(Zero(a)) for a in zero_avals])
 
     return tree_unflatten(out_tree[0], outs), f_jvp
 

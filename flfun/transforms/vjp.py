@@ -87,8 +87,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree[0]:
             raise ValueError(f"vjp: cotangent structure {ct_tree} does not match the output's {out_tree[0]}")
-        for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
-            ca = get_aval(c)
+        for i, (ca, a) in enumerate(zip(map(get_aval, ct_leaves), out_avals)):
             if ca.shape != a.shape:
                 raise ValueError(f"vjp: cotangent {i} has shape {ca.shape} but the output has {a.shape}")
         return tree_unflatten(p_tree, [instantiate(c) for c in f_vjp_flat(ct_leaves)])
@@ -102,9 +101,8 @@ def _check_argnums(fname, argnums, nargs):
         return (argnums % nargs,), False
     multiple = isinstance(argnums, (tuple, list))
     nums = tuple(argnums) if multiple else (argnums,)
-    for n in nums:
-        if not isinstance(n, int) or not -nargs <= n < nargs:
-            raise ValueError(f"{fname}: argnums {argnums} out of range for {nargs} positional arguments")
+    if any(not isinstance(n, int) or not -nargs <= n < nargs for n in nums):
+        raise ValueError(f"{fname}: argnums {argnums} out of range for {nargs} positional arguments")
     return tuple(n % nargs for n in nums), multiple
 
 

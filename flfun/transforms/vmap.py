@@ -26,9 +26,7 @@ class BatchTracer(Tracer):
     __slots__ = ("val", "bdim")
 
     def __init__(self, trace, val, bdim):
-        self._trace = trace
-        self.val = val
-        self.bdim = bdim
+        self._trace, self.val, self.bdim = trace, val, bdim
 
     @property
     def aval(self):
@@ -55,21 +53,17 @@ class BatchTrace(Trace):
         named_here = prim.collective and self.axis.name in params["axes"]
         if all(d is not_mapped for d in dims) and not named_here:
             out = prim.bind(*vals, **params)
-            outs = out if prim.multiple_results else [out]
-            return [BatchTracer(self, o, not_mapped) for o in outs]
+            return [self.pure(o) for o in (out if prim.multiple_results else [out])]
         if prim.batch is None:
             raise missing_rule("batching", prim)
         out, out_dim = prim.batch(self.axis, vals, dims, **params)
-        if prim.multiple_results:
-            return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
-        return [BatchTracer(self, out, out_dim)]
+        return [BatchTracer(self, o, d) for o, d in (zip(out, out_dim) if prim.multiple_results else [(out, out_dim)])]
 
 
 def vmap_flat(f: Callable, axis: AxisData, args: list, in_dims: list):
     with new_main(BatchTrace, axis) as main:
-        trace = main.trace
-        ins = [BatchTracer(trace, a, d) if d is not not_mapped else a for a, d in zip(args, in_dims)]
-        outs = [full_raise(trace, o) for o in f(*ins)]
+        ins = [BatchTracer(main.trace, a, d) if d is not not_mapped else a for a, d in zip(args, in_dims)]
+        outs = [full_raise(main.trace, o) for o in f(*ins)]
         return [o.val for o in outs], [o.bdim for o in outs]
 
 
@@ -122,10 +116,9 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None
                              f"{'' if axis_size is None else f', axis_size={axis_size}'})")
         flat_f, out_tree = flatten_fun(f, tree)
         outs, out_dims = vmap_flat(flat_f, AxisData(size, axis_name), leaves, dims)
-        otd = out_tree[0]
         wanted = [out_axes] * len(outs) if isinstance(out_axes, int) or out_axes is None else \
-            broadcast_prefix(out_axes, tree_unflatten(otd, outs), "vmap out_axes")
-        return tree_unflatten(otd, [_move_out(x, d, w, size, i)
+            broadcast_prefix(out_axes, tree_unflatten(out_tree[0], outs), "vmap out_axes")
+        return tree_unflatten(out_tree[0], [_move_out(x, d, w, size, i)
                                     for i, (x, d, w) in enumerate(zip(outs, out_dims, wanted))])
     return batched
 
