@@ -62,6 +62,7 @@ RECORDS = [
     _b("max", lax.max, np.maximum, smooth_args=away_from_kinks(binary())),
     _b("min", lax.min, np.minimum, smooth_args=away_from_kinks(binary())),
     _b("atan2", lax.atan2, np.arctan2, dtypes=FLOATS, low=0.2),
+    _b("nextafter", lax.nextafter, np.nextafter, dtypes=FLOATS),
     _b("and", lax.and_, np.bitwise_and, dtypes=INTS + ("bool",), diff=False),
     _b("or", lax.or_, np.bitwise_or, dtypes=INTS + ("bool",), diff=False),
     _b("xor", lax.xor, np.bitwise_xor, dtypes=INTS + ("bool",), diff=False),

@@ -375,6 +375,11 @@ def arctan2(x1, x2, /):
 atan2 = arctan2
 
 
+def nextafter(x1, x2, /):
+    """The next representable float after ``x1`` in the direction of ``x2``: ``fnp.nextafter(1.0, 2.0) > 1.0``."""
+    return lax.nextafter(*promote("nextafter", x1, x2, to_float=True))
+
+
 def hypot(x1, x2, /):
     """``sqrt(x1**2 + x2**2)`` elementwise."""
     a, b = promote("hypot", x1, x2, to_float=True)
@@ -512,7 +517,7 @@ __all__ = ["abs", "absolute", "acos", "acosh", "add", "arccos", "arccosh", "arcs
            "bitwise_invert", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
            "bitwise_xor", "ceil", "clip", "conj", "conjugate", "copysign", "cos", "cosh", "divide", "divmod",
            "equal", "exp", "exp2", "expm1", "float_power", "floor", "floor_divide", "fmod", "greater",
-           "greater_equal", "hypot", "imag", "invert", "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal",
+           "greater_equal", "hypot", "imag", "nextafter", "invert", "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal",
            "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or",
            "logical_xor", "maximum", "minimum", "mod", "multiply", "nan_to_num", "negative", "not_equal",
            "positive", "pow", "power", "real", "reciprocal", "remainder", "right_shift", "round", "sign",

@@ -210,6 +210,8 @@ atan2_p = _binary("atan2", "float")
 atan2_p.def_jvp(_binary_jvp(atan2_p, lambda t, x, y, out: mul(t, div(y, add(mul(x, x), mul(y, y)))),
                             lambda t, x, y, out: neg(mul(t, div(x, add(mul(x, x), mul(y, y)))))))
 
+nextafter_p = _binary("nextafter", "float")   # the next representable float after x towards y; d/dx = 1
+nextafter_p.def_jvp(_binary_jvp(nextafter_p, _ident, lambda t, x, y, out: full(out.shape, 0, out.dtype)))
 
 and_p = _binary("and", "intbool")
 or_p = _binary("or", "intbool")
@@ -224,9 +226,9 @@ le_p = _binary("le", "num", dtypes.bool_)
 gt_p = _binary("gt", "num", dtypes.bool_)
 ge_p = _binary("ge", "num", dtypes.bool_)
 
-BINARY = (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, and_p, or_p, xor_p, shift_left_p,
+BINARY = (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p, and_p, or_p, xor_p, shift_left_p,
           shift_right_logical_p, shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p)
-add, sub, mul, div, rem, pow, max, min, atan2, and_, or_, xor, shift_left, shift_right_logical, \
+add, sub, mul, div, rem, pow, max, min, atan2, nextafter, and_, or_, xor, shift_left, shift_right_logical, \
     shift_right_arithmetic, eq, ne, lt, le, gt, ge = (_wrapper(p, True) for p in BINARY)
 
 
