@@ -34,8 +34,7 @@ STRICT_ONLY = {"ArrayAPIStrictFlags", "Device", "get_array_api_strict_flags", "s
 NOT_CLAIMED = {"fft": "flfun does not claim the fft extension (no FFT primitives)",
                "complex64": "flfun has no complex dtypes", "complex128": "flfun has no complex dtypes"}
 LEAD_PENDING: set[str] = set()
-NO_DECOMPOSITIONS = {"cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_rank", "pinv", "qr", "slogdet", "solve",
-                     "svd", "svdvals"}
+NO_DECOMPOSITIONS: set[str] = set()
 
 
 def _later_version(name) -> bool:
@@ -509,7 +508,10 @@ def linalg_calls(draw, name):
                      "ord": draw(st.sampled_from([1, 2, 3, math.inf, -math.inf]))}
     if name == "linalg.matrix_norm":
         return [draw(arrays("float64", shapes(min_dims=2)))], {
-            "keepdims": draw(st.booleans()), "ord": draw(st.sampled_from(["fro", 1, -1, math.inf, -math.inf]))}
+            "keepdims": draw(st.booleans()),
+            "ord": draw(st.sampled_from(["fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf]))}
+    if name.removeprefix("linalg.") in DECOMPOSITIONS:
+        return _decomposition_call(draw, name.removeprefix("linalg."))
     if name in ("linalg.diagonal", "linalg.trace"):
         return [draw(arrays(dt, shapes(min_dims=2)))], {"offset": draw(st.integers(-2, 2))}
     if name == "linalg.outer":
@@ -523,6 +525,39 @@ def linalg_calls(draw, name):
     if name in ("matrix_transpose", "linalg.matrix_transpose"):
         return [draw(arrays(dt, shapes(min_dims=2)))], {}
     raise AssertionError(f"no strategy for {name}")
+
+
+DECOMPOSITIONS = {"cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd",
+                  "svdvals"}
+
+
+def _decomposition_call(draw, name):
+    """Float (stacks of) matrices: symmetric for eigh / eigvalsh, positive definite for cholesky, square where the
+    function needs it, otherwise any (full_matrices / mode only where flfun's reduced forms cover them)."""
+    dt = draw(st.sampled_from(["float32", "float64"]))
+    batch = draw(shapes(max_dims=2, max_side=2))
+    m = draw(st.integers(1, 4))
+    square = name not in ("matrix_rank", "pinv", "qr", "svd", "svdvals")
+    n = m if square else draw(st.integers(1, 4))
+    x = draw(arrays(dt, batch + (m, n)))
+    kw = {}
+    if name in ("eigh", "eigvalsh"):
+        x = x + np.swapaxes(x, -1, -2)
+    if name == "cholesky":
+        x = (x @ np.swapaxes(x, -1, -2) + n * np.eye(n)).astype(dt)
+        _maybe(draw, kw, "upper", st.booleans())
+    if name in ("matrix_rank", "pinv"):
+        _maybe(draw, kw, "rtol", st.sampled_from([0.0, 1e-3, 0.5]))
+    if name == "svd" and m == n:
+        _maybe(draw, kw, "full_matrices", st.booleans())
+    if name == "svd" and m != n:
+        kw["full_matrices"] = False
+    if name == "qr" and m <= n:
+        _maybe(draw, kw, "mode", st.sampled_from(["reduced", "complete"]))
+    if name == "solve":
+        b = batch[draw(st.integers(0, len(batch))):]
+        return [x, draw(arrays(dt, (m,) if draw(st.booleans()) else b + (m, draw(st.integers(1, 2)))))], kw
+    return [x], kw
 
 
 @pytest.mark.parametrize("name", ["matmul", "tensordot", "vecdot"] + [

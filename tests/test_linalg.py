@@ -213,13 +213,9 @@ def test_linalg_extension_functions():
 
 
 def test_linalg_unsupported_and_misuse():
-    with pytest.raises(AttributeError, match="flfun.numpy.linalg.inv is not implemented"):
-        _ = LA.inv
-    assert not hasattr(LA, "svd")
-    with pytest.raises(NotImplementedError, match="matrix_norm: ord=2 needs singular values"):
-        LA.matrix_norm(fnp.ones((2, 2)), ord=2)
-    with pytest.raises(NotImplementedError, match="matrix_power: negative powers"):
-        LA.matrix_power(fnp.ones((2, 2)), -1)
+    with pytest.raises(AttributeError, match="flfun.numpy.linalg.lstsq is not implemented"):
+        _ = LA.lstsq
+    assert not hasattr(LA, "eig")
     with pytest.raises(ValueError, match="outer: x1 and x2 must be 1-d"):
         LA.outer(fnp.ones((2, 2)), fnp.ones(2))
     with pytest.raises(ValueError, match="cross: axis -1 must have size 3"):
@@ -461,3 +457,51 @@ def test_channels_last_scatter_and_kernel_gradient_layouts(monkeypatch, force):
     out = np.empty((3, 2, 4, 2))
     assert conv(x, ct, out=out, **params) is out
     _close(out, [[np.einsum("nhwc,nhwo->co", x[:, i:i + 4, j:j + 4], ct) for j in range(2)] for i in range(3)])
+
+
+# -------------------------------------------------------------------------------------------- decompositions
+def test_decomposition_errors():
+    from flfun.core import ShapedArray
+    from flfun.primitives import decomp
+    from flfun.primitives.common import UndefinedPrimal
+    with pytest.raises(TypeError, match=r"^cholesky: expected a stack of square float32 or float64 matrices, got "
+                                        r"f32\[3,4\]$"):
+        decomp.cholesky(fnp.ones((3, 4)))
+    with pytest.raises(TypeError, match=r"^svd: expected a stack of float32 or float64 matrices, got i32\[3,4\]$"):
+        decomp.svd(fnp.ones((3, 4), dtype="int32"))
+    with pytest.raises(TypeError, match=r"^eigh: expected a stack of square float32 or float64 matrices, got "
+                                        r"f32\[3\]$"):
+        decomp.eigh(fnp.ones(3))
+    with pytest.raises(TypeError, match=r"^solve: expected matrices a \(\.\.\., n, n\) and b \(\.\.\., n, k\) of one "
+                                        r"dtype and batch shape, got f32\[2,3,3\] and f32\[3,1\]$"):
+        decomp.solve(fnp.ones((2, 3, 3)), fnp.ones((3, 1)))
+    with pytest.raises(NotImplementedError, match=r"qr: derivatives need at least as many rows as columns, got "
+                                                  r"f64\[2,3\]"):
+        fl.jvp(decomp.qr, (fnp.ones((2, 3), dtype="float64"),), (fnp.ones((2, 3), dtype="float64"),))
+    with pytest.raises(TypeError, match="solve: the matrix a is not a linear input"):
+        decomp.solve_p.transpose(fnp.ones((2, 1)), UndefinedPrimal(ShapedArray((2, 2), np.float32)), fnp.ones((2, 1)))
+    with pytest.raises(ValueError, match=r"cholesky: x must be a \(stack of\) square matrices, got f32\[2,3\]"):
+        LA.cholesky(fnp.ones((2, 3)))
+    with pytest.raises(NotImplementedError, match="svd: full_matrices=True needs square matrices"):
+        LA.svd(fnp.ones((2, 3)))
+    with pytest.raises(NotImplementedError, match="qr: mode='complete' is not implemented for tall matrices"):
+        LA.qr(fnp.ones((3, 2)), mode="complete")
+    with pytest.raises(ValueError, match="qr: mode must be 'reduced' or 'complete', got 'r'"):
+        LA.qr(fnp.ones((3, 2)), mode="r")
+    with pytest.raises(ValueError, match=r"solve: x2 must be \(M,\) or \(\.\.\., M, K\) with M = 2, got f32\[3\]"):
+        LA.solve(fnp.eye(2), fnp.ones(3))
+
+
+def test_decomposition_extras():
+    """Orders 2 / -2 / 'nuc', negative matrix powers, integer inputs, jit and second derivatives."""
+    x = _rand((2, 3, 4))
+    for ord in (2, -2, "nuc"):
+        _close(LA.matrix_norm(fnp.asarray(x), ord=ord), np.linalg.norm(x, ord=ord, axis=(-2, -1)))
+    sq = _rand((3, 3)) + 10 * np.eye(3)
+    _close(LA.matrix_power(fnp.asarray(sq), -3), np.linalg.matrix_power(sq, -3), atol=1e-12)
+    assert LA.inv(fnp.asarray([[2, 0], [0, 4]])).tolist() == [[0.5, 0.0], [0.0, 0.25]]
+    _close(fl.jit(LA.pinv)(fnp.asarray(x)), np.linalg.pinv(x))
+    spd = sq @ sq.T
+    check_grads(lambda a: LA.slogdet(a).logabsdet, (spd,), order=2)
+    check_grads(lambda a: LA.cholesky(a + fnp.matrix_transpose(a)), (spd,), order=2, atol=1e-3)
+    check_grads(lambda a: LA.svdvals(a), (x[0],), order=2, atol=1e-3)

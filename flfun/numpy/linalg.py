@@ -1,39 +1,47 @@
 """``flfun.numpy.linalg``: the array-API linear-algebra extension, as far as flfun's primitives reach.
 
-Provided: matmul, tensordot, vecdot, matrix_transpose, outer, cross, diagonal, trace, vector_norm, matrix_norm
-(``'fro'``, 1, -1, inf, -inf), norm (numpy-style), matrix_power (n >= 0). Not provided, because flfun has no
-matrix-decomposition primitives: cholesky, det, eigh, eigvalsh, inv, lstsq, pinv, qr, slogdet, solve, svd,
-svdvals, matrix_rank, tensorinv, tensorsolve, and matrix norms of order 2, -2 and 'nuc'.
+Provided: the whole 2024.12 extension for real floats (decompositions through ``flfun/primitives/decomp.py``;
+``svd(full_matrices=True)`` and ``qr(mode='complete')`` only where that is the reduced form, i.e. square / wide
+matrices), plus numpy's norm and matrix_power. Not provided: eig, eigvals, lstsq, tensorinv, tensorsolve, cond,
+multi_dot.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
+import numpy as np
+
+from flfun import dtypes
 from flfun.array import Array
 from flfun.core import short
+from flfun.numpy._elementwise import where
 from flfun.numpy._linalg import _diagonal_last, _operands, matmul, tensordot, vecdot
 from flfun.numpy._linalg import outer as _outer
 from flfun.numpy._linalg import trace as _trace
 from flfun.numpy._manipulation import matrix_transpose
-from flfun.numpy._promote import asarray_like, to_float
+from flfun.numpy._promote import asarray_like, promote, to_float
 from flfun.numpy._reductions import _keep
+from flfun.primitives import decomp as lax_decomp
 from flfun.primitives import elementwise as lax
 from flfun.primitives import reduce as lax_reduce
 from flfun.primitives import shape as lax_shape
+from flfun.primitives.common import broadcast_to_shape
 from flfun.util import canonical_axes, canonical_axis
 
-__all__ = ["cross", "diagonal", "matmul", "matrix_norm", "matrix_power", "matrix_transpose", "norm", "outer",
-           "tensordot", "trace", "vecdot", "vector_norm"]
+__all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cross", "det", "diagonal", "eigh",
+           "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "norm",
+           "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot",
+           "vector_norm"]
 
-_UNSUPPORTED = ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "pinv", "qr", "slogdet",
-                "solve", "svd", "svdvals", "matrix_rank", "tensorinv", "tensorsolve", "cond", "multi_dot")
+_UNSUPPORTED = ("eig", "eigvals", "lstsq", "tensorinv", "tensorsolve", "cond", "multi_dot")
 
 
 def __getattr__(name):
     if name in _UNSUPPORTED:
-        raise AttributeError(f"flfun.numpy.linalg.{name} is not implemented: flfun has no matrix-decomposition "
-                             f"primitives (see the module docstring for what is supported)")
+        raise AttributeError(f"flfun.numpy.linalg.{name} is not implemented (see the module docstring for what is "
+                             f"supported)")
     raise AttributeError(f"module 'flfun.numpy.linalg' has no attribute {name!r}")
 
 
@@ -118,7 +126,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
 
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
     """Norm of the matrices in the last two axes: ``'fro'``, 1 / -1 (max / min column sum), ``inf`` / ``-inf``
-    (max / min row sum). Orders 2, -2 and ``'nuc'`` need singular values and raise ``NotImplementedError``.
+    (max / min row sum), 2 / -2 (largest / smallest singular value), ``'nuc'`` (sum of singular values).
 
     Example::
 
@@ -134,11 +142,11 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
     elif ord in (1, -1, math.inf, -math.inf) and not isinstance(ord, bool):
         summed = lax_reduce.reduce_sum(lax.abs(x), (r,) if ord in (1, -1) else (c,))
         out = (lax_reduce.reduce_max if ord > 0 else lax_reduce.reduce_min)(summed, (r,))
-    elif ord in (2, -2, "nuc"):
-        raise NotImplementedError(f"matrix_norm: ord={ord!r} needs singular values (svd), which flfun does not "
-                                  f"provide")
+    elif ord in (2, -2, "nuc") and not isinstance(ord, bool):
+        s = svdvals(x)
+        out = {2: lax_reduce.reduce_max, -2: lax_reduce.reduce_min, "nuc": lax_reduce.reduce_sum}[ord](s, (r,))
     else:
-        raise ValueError(f"matrix_norm: ord must be 'fro', 1, -1, inf or -inf, got {ord!r}")
+        raise ValueError(f"matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf, got {ord!r}")
     return _keep(x, out, (r, c), keepdims)
 
 
@@ -174,7 +182,8 @@ def norm(x, ord=None, axis: int | Sequence[int] | None = None, keepdims: bool = 
 
 
 def matrix_power(x, n: int, /) -> Array:
-    """``x`` multiplied by itself ``n >= 0`` times (identity for 0), by repeated squaring.
+    """``x`` multiplied by itself ``n`` times (identity for 0; ``inv(x)`` to the ``-n`` for negative ``n``), by
+    repeated squaring.
 
     Example::
 
@@ -186,13 +195,10 @@ def matrix_power(x, n: int, /) -> Array:
         raise ValueError(f"matrix_power: x must be a (stack of) square matrices, got {short(x)}")
     if not isinstance(n, int) or isinstance(n, bool):
         raise ValueError(f"matrix_power: n must be an int, got {n!r}")
-    if n < 0:
-        raise NotImplementedError("matrix_power: negative powers need a matrix inverse, which flfun does not provide")
     if n == 0:
-        k = x.shape[-1]
-        eye = lax.eq(lax_shape.iota("int32", (k, k), 0), lax_shape.iota("int32", (k, k), 1))
-        return lax_shape.broadcast_in_dim(lax.convert_element_type(eye, x.dtype), x.shape, (x.ndim - 2, x.ndim - 1))
-    result, base = None, x
+        return _eye_like(x)
+    result, base = None, x if n > 0 else inv(x)
+    n = abs(n)
     while n:
         if n & 1:
             result = base if result is None else matmul(result, base)
@@ -200,3 +206,189 @@ def matrix_power(x, n: int, /) -> Array:
         if n:
             base = matmul(base, base)
     return result
+
+
+# ------------------------------------------------------------------------------------------------ decompositions
+class EighResult(NamedTuple):
+    eigenvalues: Array
+    eigenvectors: Array
+
+
+class QRResult(NamedTuple):
+    Q: Array
+    R: Array
+
+
+class SlogdetResult(NamedTuple):
+    sign: Array
+    logabsdet: Array
+
+
+class SVDResult(NamedTuple):
+    U: Array
+    S: Array
+    Vh: Array
+
+
+def _matrices(op: str, x, square: bool = True) -> Array:
+    """``x`` as float (integers become the default float) (stacks of) matrices, else ValueError."""
+    x = to_float(x)
+    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
+        raise ValueError(f"{op}: x must be a (stack of) {'square ' if square else ''}matrices, got {short(x)}")
+    return x
+
+
+def _eye_like(x) -> Array:
+    k = x.shape[-1]
+    eye = lax.eq(lax_shape.iota("int32", (k, k), 0), lax_shape.iota("int32", (k, k), 1))
+    return lax_shape.broadcast_in_dim(lax.convert_element_type(eye, x.dtype), x.shape, (x.ndim - 2, x.ndim - 1))
+
+
+def cholesky(x, /, *, upper: bool = False) -> Array:
+    """Cholesky factor of symmetric positive definite matrices: lower ``L`` with ``x = L L^T`` (only the lower
+    triangle of ``x`` is read), or upper ``U = L^T`` with ``upper=True``.
+
+    Example::
+
+        >>> linalg.cholesky(fnp.asarray([[4.0, 2.0], [2.0, 5.0]])).tolist()
+        [[2.0, 0.0], [1.0, 2.0]]
+    """
+    lower = lax_decomp.cholesky(_matrices("cholesky", x))
+    return matrix_transpose(lower) if upper else lower
+
+
+def eigh(x, /) -> EighResult:
+    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric matrices; only the lower triangle is read.
+    Derivatives assume distinct eigenvalues.
+
+    Example::
+
+        >>> linalg.eigh(fnp.asarray([[2.0, 0.0], [0.0, 1.0]])).eigenvalues.tolist()
+        [1.0, 2.0]
+    """
+    return EighResult(*lax_decomp.eigh(_matrices("eigh", x)))
+
+
+def eigvalsh(x, /) -> Array:
+    """Eigenvalues (ascending) of symmetric matrices: ``linalg.eigvalsh(2.0 * fnp.eye(2)).tolist() == [2.0, 2.0]``."""
+    return eigh(x).eigenvalues
+
+
+def svd(x, /, *, full_matrices: bool = True) -> SVDResult:
+    """Singular value decomposition ``x = U diag(S) Vh`` (``S`` descending). flfun computes the reduced form, so
+    ``full_matrices=True`` (the standard's default) raises ``NotImplementedError`` for non-square matrices;
+    derivatives assume distinct, nonzero singular values.
+
+    Example::
+
+        >>> linalg.svd(fnp.ones((3, 2)), full_matrices=False).S.shape
+        (2,)
+    """
+    x = _matrices("svd", x, square=False)
+    if full_matrices and x.shape[-1] != x.shape[-2]:
+        raise NotImplementedError(f"svd: full_matrices=True needs square matrices (flfun computes the reduced "
+                                  f"decomposition), got {short(x)}; pass full_matrices=False")
+    return SVDResult(*lax_decomp.svd(x))
+
+
+def svdvals(x, /) -> Array:
+    """Singular values, descending: ``linalg.svdvals(fnp.eye(2) * 3.0).tolist() == [3.0, 3.0]``."""
+    return lax_decomp.svd(_matrices("svdvals", x, square=False))[1]
+
+
+def qr(x, /, *, mode: str = "reduced") -> QRResult:
+    """QR decomposition ``x = Q R`` (``Q`` with orthonormal columns, ``R`` upper triangular). ``mode='complete'``
+    raises ``NotImplementedError`` for tall matrices (only the reduced form is computed); derivatives need at least
+    as many rows as columns.
+
+    Example::
+
+        >>> q, r = linalg.qr(fnp.ones((3, 2)))
+        >>> (q.shape, r.shape)
+        ((3, 2), (2, 2))
+    """
+    x = _matrices("qr", x, square=False)
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"qr: mode must be 'reduced' or 'complete', got {mode!r}")
+    if mode == "complete" and x.shape[-2] > x.shape[-1]:
+        raise NotImplementedError(f"qr: mode='complete' is not implemented for tall matrices, got {short(x)}")
+    return QRResult(*lax_decomp.qr(x))
+
+
+def slogdet(x, /) -> SlogdetResult:
+    """Sign and natural log of the absolute value of determinants (-inf for singular matrices).
+
+    Example::
+
+        >>> linalg.slogdet(fnp.asarray([[0.0, 2.0], [1.0, 0.0]])).sign.tolist()
+        -1.0
+    """
+    return SlogdetResult(*lax_decomp.slogdet(_matrices("slogdet", x)))
+
+
+def det(x, /) -> Array:
+    """Determinants, as ``sign * exp(logabsdet)``: ``float(linalg.det(fnp.eye(2) * 2.0)) == 4.0``."""
+    sign, logabsdet = slogdet(x)
+    return lax.mul(sign, lax.exp(logabsdet))
+
+
+def solve(x1, x2, /) -> Array:
+    """``x`` with ``x1 @ x = x2`` for square ``x1``; ``x2`` of shape (M,) is one vector for every matrix, otherwise
+    ``x2`` is (..., M, K) with its batch dims broadcast against ``x1``'s.
+
+    Example::
+
+        >>> linalg.solve(fnp.eye(2) * 2.0, fnp.asarray([1.0, 2.0])).tolist()
+        [0.5, 1.0]
+    """
+    a, b = promote("solve", x1, x2, to_float=True)
+    a = _matrices("solve", a)
+    vector = b.ndim == 1
+    b = lax_shape.reshape(b, (b.shape[0], 1)) if vector else b
+    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
+        raise ValueError(f"solve: x2 must be (M,) or (..., M, K) with M = {a.shape[-1]}, got {short(x2)}")
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    x = lax_decomp.solve(broadcast_to_shape(a, batch + a.shape[-2:]), broadcast_to_shape(b, batch + b.shape[-2:]))
+    return lax_shape.squeeze(x, (x.ndim - 1,)) if vector else x
+
+
+def inv(x, /) -> Array:
+    """Inverses of square matrices: ``linalg.inv(fnp.eye(2) * 2.0).tolist() == [[0.5, 0.0], [0.0, 0.5]]``."""
+    x = _matrices("inv", x)
+    return lax_decomp.solve(x, _eye_like(x))
+
+
+def _cutoff(s, rtol, shape):
+    """``rtol * max(s)`` per matrix (the standard's default ``rtol = max(M, N) * eps``), broadcasting against ``s``."""
+    rtol = max(shape[-2:]) * float(dtypes.finfo(s.dtype).eps) if rtol is None else rtol
+    return lax_reduce.reduce_max(s, (s.ndim - 1,))[..., None] * asarray_like(rtol)[..., None]
+
+
+def matrix_rank(x, /, *, rtol=None) -> Array:
+    """Number of singular values above ``rtol * largest`` (default ``rtol = max(M, N) * eps``), per matrix.
+
+    Example::
+
+        >>> int(linalg.matrix_rank(fnp.ones((3, 3))))
+        1
+    """
+    x = _matrices("matrix_rank", x, square=False)
+    s = svdvals(x)
+    above = lax.convert_element_type(s > _cutoff(s, rtol, x.shape), dtypes.int64)
+    return lax_reduce.reduce_sum(above, (s.ndim - 1,))
+
+
+def pinv(x, /, *, rtol=None) -> Array:
+    """Moore-Penrose pseudo-inverses from the SVD, singular values at most ``rtol * largest`` treated as zero
+    (default ``rtol = max(M, N) * eps``).
+
+    Example::
+
+        >>> linalg.pinv(fnp.asarray([[2.0, 0.0]])).tolist()
+        [[0.5], [0.0]]
+    """
+    x = _matrices("pinv", x, square=False)
+    u, s, vh = lax_decomp.svd(x)
+    large = s > _cutoff(s, rtol, x.shape)
+    s_inv = where(large, 1.0 / where(large, s, 1.0), 0.0)
+    return matmul(matrix_transpose(vh) * s_inv[..., None, :], matrix_transpose(u))

@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 
 from flfun.core import _PRIMITIVES, Primitive, register_impl
 
-from flfun.primitives import elementwise, reduce, shape, indexing, linalg, collective  # noqa: F401  (registers)
+from flfun.primitives import elementwise, reduce, shape, indexing, linalg, decomp, collective  # noqa: F401  (registers)
 from flfun.primitives import common as _common
 
 _common._S, _common._R = shape, reduce

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("elementwise", "reduce", "shape", "indexing", "linalg", "collective", "random")
+FAMILIES = ("elementwise", "reduce", "shape", "indexing", "linalg", "decomp", "collective", "random")
 
 
 def install_impls(xp, backend: str) -> None:

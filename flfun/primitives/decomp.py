@@ -1,0 +1,234 @@
+"""Matrix decompositions: ``cholesky``, ``eigh``, ``svd`` and ``qr`` (both reduced), ``solve`` and ``slogdet``, on
+stacks of float32 / float64 matrices in the last two axes (leading axes are batch axes, so batching moves the
+mapped axis to the front). The jvps are the standard formulas (as in ``jax.lax.linalg``): eigh and svd assume
+distinct eigen / singular values, qr's needs at least as many rows as columns. ``solve`` is linear in its
+right-hand side (it transposes there). Impls are in ``flfun/backends/xp/decomp.py``.
+"""
+from __future__ import annotations
+
+from flfun.core import Primitive, ShapedArray, bind, short
+from flfun.primitives.common import (
+    Zero,
+    is_undefined,
+    is_zero,
+    jvp_rule,
+    moveaxis_to_front,
+    tangent_aval,
+)
+from flfun.primitives.elementwise import (
+    add,
+    convert_element_type,
+    div,
+    eq,
+    gt,
+    mul,
+    neg,
+    sub,
+)
+from flfun.primitives.linalg import dot_general
+from flfun.primitives.reduce import reduce_sum
+from flfun.primitives.shape import expand_dims, full, iota, transpose
+
+
+def _check(op: str, x, square: bool = True) -> None:
+    if x.dtype.name not in ("float32", "float64") or len(x.shape) < 2 or (square and x.shape[-1] != x.shape[-2]):
+        raise TypeError(f"{op}: expected a stack of {'square ' if square else ''}float32 or float64 matrices, "
+                        f"got {short(x)}")
+
+
+def _mm(a, b):
+    nb = len(a.shape) - 2
+    return dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)),) * 2))
+
+
+def _T(x):
+    n = len(x.shape)
+    return transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def _mask(n: int, dtype, lower: float = 0.0, diag: float = 1.0):
+    """The n x n constant with ``lower`` below the diagonal and ``diag`` on it."""
+    i, j = iota("int32", (n, n), 0), iota("int32", (n, n), 1)
+    part = lambda m, v: mul(convert_element_type(m, dtype), full((), v, dtype))
+    return add(part(gt(i, j), lower), part(eq(i, j), diag))
+
+
+def _diag(x):
+    return reduce_sum(mul(x, _mask(x.shape[-1], x.dtype)), (len(x.shape) - 1,))
+
+
+def _row(v):
+    return expand_dims(v, (len(v.shape) - 1,))
+
+
+def _col(v):
+    return expand_dims(v, (len(v.shape),))
+
+
+def _gaps_inv(eye, d):
+    """``1 / d`` off the diagonal, 0 on it."""
+    return sub(div(full((), 1, d.dtype), add(d, eye)), eye)
+
+
+def _front_batch(prim: Primitive):
+    def rule(axis, args, dims, **params):
+        out = prim.bind(*[moveaxis_to_front(a, d, axis.size) for a, d in zip(args, dims)])
+        return out, ([0] * len(out) if prim.multiple_results else 0)
+    prim.def_batch(rule)
+
+
+def _unary(name: str, multiple_results: bool = False, out_shapes=None) -> Primitive:
+    """A decomposition of one operand; ``out_shapes(batch, m, n)`` gives its results' shapes."""
+    p = Primitive(name, multiple_results=multiple_results)
+
+    def abstract_eval(x):
+        _check(name, x, square=name != "svd" and name != "qr")
+        shapes = out_shapes(tuple(x.shape[:-2]), *x.shape[-2:])
+        return [ShapedArray(s, x.dtype) for s in shapes] if multiple_results else ShapedArray(shapes[0], x.dtype)
+    p.def_abstract_eval(abstract_eval)
+    _front_batch(p)
+    return p
+
+
+# ---------------------------------------------------------------------------------------------------- cholesky
+cholesky_p = _unary("cholesky", out_shapes=lambda b, m, n: [b + (m, n)])
+
+
+@jvp_rule(cholesky_p)
+def _cholesky_jvp(l, primals, tangents):
+    t = tangents[0]
+    t = mul(add(t, _T(t)), full((), 0.5, t.dtype))
+    # L' = L Phi(L^-1 A' L^-T), Phi: the lower triangle with the diagonal halved
+    return _mm(l, mul(solve(l, _T(solve(l, t))), _mask(l.shape[-1], l.dtype, 1.0, 0.5)))
+
+
+def cholesky(x):
+    """Lower Cholesky factor ``L`` (``x = L L^T``) of symmetric positive definite matrices (the lower triangle of
+    ``x`` is read). Example: ``lax.cholesky(fnp.eye(3) * 4.0)`` is ``2 * eye(3)``."""
+    return bind(cholesky_p, x)
+
+
+# -------------------------------------------------------------------------------------------------------- eigh
+eigh_p = _unary("eigh", True, lambda b, m, n: [b + (n,), b + (n, n)])
+
+
+@eigh_p.def_jvp
+def _eigh_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    w, v = eigh_p.bind(x)
+    t = mul(add(t, _T(t)), full((), 0.5, t.dtype))
+    vtv = _mm(_T(v), _mm(t, v))
+    f = _gaps_inv(_mask(w.shape[-1], w.dtype), sub(_row(w), _col(w)))     # 1 / (w_j - w_i)
+    return [w, v], [_diag(vtv), _mm(v, mul(f, vtv))]
+
+
+def eigh(x):
+    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric matrices: ``w, v = lax.eigh(x)`` with
+    ``x = v diag(w) v^T`` (the lower triangle of ``x`` is read)."""
+    return bind(eigh_p, x)
+
+
+# --------------------------------------------------------------------------------------------------------- svd
+svd_p = _unary("svd", True, lambda b, m, n: [b + (m, min(m, n)), b + (min(m, n),), b + (min(m, n), n)])
+
+
+@svd_p.def_jvp
+def _svd_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    u, s, vh = svd_p.bind(x)
+    v, (m, n) = _T(vh), x.shape[-2:]
+    ds = _mm(_T(u), _mm(t, v))
+    sr, sc = _row(s), _col(s)
+    f = _gaps_inv(_mask(s.shape[-1], s.dtype), mul(add(sr, sc), sub(sr, sc)))     # 1 / (s_j^2 - s_i^2)
+    dss, sds = mul(ds, sr), mul(sc, ds)
+    du, dv = _mm(u, mul(f, add(dss, _T(dss)))), _mm(v, mul(f, add(sds, _T(sds))))
+    if m > n:   # the parts of the tangent outside the span of u (of v, below)
+        du = add(du, div(sub(_mm(t, v), _mm(u, ds)), sr))
+    if n > m:
+        dv = add(dv, div(sub(_mm(_T(t), u), _mm(v, _T(ds))), sr))
+    return [u, s, vh], [du, _diag(ds), _T(dv)]
+
+
+def svd(x):
+    """Reduced singular value decomposition: ``u, s, vh = lax.svd(x)`` with ``x = u diag(s) vh``, ``s``
+    descending, ``k = min(m, n)`` columns in ``u`` and rows in ``vh``."""
+    return bind(svd_p, x)
+
+
+# ---------------------------------------------------------------------------------------------------------- qr
+qr_p = _unary("qr", True, lambda b, m, n: [b + (m, min(m, n)), b + (min(m, n), n)])
+
+
+@qr_p.def_jvp
+def _qr_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    q, r = qr_p.bind(x)
+    if x.shape[-2] < x.shape[-1]:
+        raise NotImplementedError(f"qr: derivatives need at least as many rows as columns, got {short(x)}")
+    t_rinv = _T(solve(_T(r), _T(t)))
+    qt = _mm(_T(q), t_rinv)
+    low = mul(qt, _mask(r.shape[-1], r.dtype, 1.0, 0.0))
+    do = sub(low, _T(low))      # skew-symmetric
+    return [q, r], [add(_mm(q, sub(do, qt)), t_rinv), _mm(sub(qt, do), r)]
+
+
+def qr(x):
+    """Reduced QR decomposition: ``q, r = lax.qr(x)``, ``q`` with orthonormal columns, ``r`` upper triangular."""
+    return bind(qr_p, x)
+
+
+# ----------------------------------------------------------------------------------------------------- slogdet
+slogdet_p = _unary("slogdet", True, lambda b, m, n: [b, b])
+
+
+@slogdet_p.def_jvp
+def _slogdet_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    sign, logdet = slogdet_p.bind(x)
+    return [sign, logdet], [Zero(tangent_aval(sign)), reduce_sum(_diag(solve(x, t)), (len(x.shape) - 2,))]
+
+
+def slogdet(x):
+    """Sign and log of the absolute value of determinants: ``sign, logabsdet = lax.slogdet(x)``."""
+    return bind(slogdet_p, x)
+
+
+# ------------------------------------------------------------------------------------------------------- solve
+solve_p = Primitive("solve")
+
+
+@solve_p.def_abstract_eval
+def _solve_abstract_eval(a, b):
+    _check("solve", a)
+    _check("solve", b, square=False)
+    if a.dtype != b.dtype or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
+        raise TypeError(f"solve: expected matrices a (..., n, n) and b (..., n, k) of one dtype and batch shape, "
+                        f"got {short(a)} and {short(b)}")
+    return ShapedArray(b.shape, b.dtype)
+
+
+@jvp_rule(solve_p)
+def _solve_jvp(x, primals, tangents):
+    (a, _), (ta, tb) = primals, tangents
+    if is_zero(ta):
+        return solve(a, tb)
+    return solve(a, neg(_mm(ta, x)) if is_zero(tb) else sub(tb, _mm(ta, x)))
+
+
+@solve_p.def_transpose
+def _solve_transpose(ct, a, b):
+    if is_undefined(a):
+        raise TypeError("solve: the matrix a is not a linear input (only the right-hand side b is)")
+    return [None, solve(_T(a), ct)]
+
+
+_front_batch(solve_p)
+
+
+def solve(a, b):
+    """``x`` with ``a @ x = b`` for square ``a`` (..., n, n) and ``b`` (..., n, k) of the same batch shape:
+    ``lax.solve(fnp.eye(2) * 2.0, fnp.ones((2, 1)))`` is ``[[0.5], [0.5]]``."""
+    return bind(solve_p, a, b)
+
+
+__all__ = ["cholesky", "eigh", "qr", "slogdet", "solve", "svd"]
