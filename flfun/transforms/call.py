@@ -128,7 +128,9 @@ def _jit_jvp(primals, tangents, *, closed, name, donated):
     return outs[:num_out], [next(it) if z else Zero(tangent_aval(a)) for z, a in zip(out_nz, closed.out_avals)]
 
 
-def _transpose_program(closed: ClosedProgram, undef: tuple, ct_nz: tuple):
+def _transpose_program(closed: ClosedProgram, undef: tuple, ct_nz: tuple, adjust_ct=None, adjust_cts_in=None):
+    """The transposed program of ``closed`` for the linear inputs ``undef`` and nonzero output cotangents
+    ``ct_nz``; pmap hooks in ``adjust_ct(i, ct)`` (each output cotangent) and ``adjust_cts_in(cts)``."""
     from flfun.transforms.vjp import backward_pass
     prog = closed.program
     lin = [v for v, u in zip(prog.invars, undef) if u]
@@ -139,8 +141,10 @@ def _transpose_program(closed: ClosedProgram, undef: tuple, ct_nz: tuple):
 
     def f(*xs):
         cts = iter(xs[len(nonlin):])
-        cts_out = [next(cts) if z else Zero(a) for z, a in zip(ct_nz, out_avals)]
+        cts_out = [(adjust_ct(i, next(cts)) if adjust_ct else next(cts)) if z else Zero(a)
+                   for i, (z, a) in enumerate(zip(ct_nz, out_avals))]
         res = backward_pass(view, list(closed.consts) + list(xs[:len(nonlin)]), cts_out)
+        res = adjust_cts_in(res) if adjust_cts_in else res
         in_nz[:] = [not is_zero(c) for c in res]
         return [c for c in res if not is_zero(c)]
     tclosed = trace_closed(f, [v.aval for v in nonlin] + [a for a, z in zip(out_avals, ct_nz) if z])

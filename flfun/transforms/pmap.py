@@ -30,9 +30,8 @@ from flfun.primitives.elementwise import eq, select_n
 from flfun.primitives.shape import dynamic_slice, full, squeeze
 from flfun.sharded import ShardedArray
 from flfun.transforms.call import (BACKEND_COMPILERS, DEFAULT_STRATEGY, _batch_program, _cached, _jvp_split,
-                                   close_program, compile_program, trace_closed)
+                                   _transpose_program as _call_transpose_program, close_program, compile_program)
 from flfun.transforms.staging import trace_to_program
-from flfun.transforms.vjp import backward_pass
 from flfun.tree import broadcast_prefix, tree_flatten, tree_unflatten
 from flfun.util import prod
 
@@ -391,30 +390,19 @@ def _transpose_program(closed: ClosedProgram, mesh: Mesh, undef: tuple, ct_nz: t
     """The per-device transposed program. An output is read from one device (device 0 for out_axes None, the
     first along the nested axes for mapped ones), so only that device receives its cotangent; an input given to
     several devices (replicated, or a shard shared along nested axes) gets the sum of their cotangents."""
-    prog = closed.program
-    lin = [v for v, u in zip(prog.invars, undef) if u]
-    nonlin = [v for v, u in zip(prog.invars, undef) if not u]
-    view = Program(list(prog.constvars) + nonlin, lin, prog.eqns, prog.outvars)
-    out_avals = [tangent_aval(v.aval) for v in prog.outvars]
-    in_nz: list = []
+    def adjust_ct(i, c):
+        names = _sharing(mesh, out_axes[i])
+        if not names:
+            return c
+        first = eq(axis_index(names), full((), 0, np.int32))
+        return select_n(first, full(c.shape, 0, c.dtype), c)
 
-    def f(*xs):
-        cts = iter(xs[len(nonlin):])
-        cts_out = []
-        for z, a, ax in zip(ct_nz, out_avals, out_axes):
-            c = next(cts) if z else Zero(a)
-            if z and _sharing(mesh, ax):
-                first = eq(axis_index(_sharing(mesh, ax)), full((), 0, np.int32))
-                c = select_n(first, full(a.shape, 0, a.dtype), c)
-            cts_out.append(c)
-        res = backward_pass(view, list(closed.consts) + list(xs[:len(nonlin)]), cts_out)
-        shared = [_sharing(mesh, ax) for ax, u in zip(in_axes, undef) if u]
-        res = [psum(c, names) if names and not is_zero(c) else c for c, names in zip(res, shared)]
-        in_nz[:] = [not is_zero(c) for c in res]
-        return [c for c in res if not is_zero(c)]
+    shared = [_sharing(mesh, ax) for ax, u in zip(in_axes, undef) if u]
+
+    def adjust_cts_in(res):
+        return [psum(c, names) if names and not is_zero(c) else c for c, names in zip(res, shared)]
     with _frames(mesh):
-        tclosed = trace_closed(f, [v.aval for v in nonlin] + [a for a, z in zip(out_avals, ct_nz) if z])
-    return tclosed, tuple(in_nz)
+        return _call_transpose_program(closed, undef, ct_nz, adjust_ct, adjust_cts_in)
 
 
 @pmap_p.def_transpose
