@@ -17,7 +17,6 @@ typedef struct {
     PyObject *impls;     /* the primitive's dict: backend name -> impl */
     PyObject *dtypes;    /* frozenset of dtypes the fast path may take */
     PyObject *fallback;  /* the Python operator: fallback(x1, x2) */
-    int reflected;       /* __radd__: self is the right operand */
     PyObject *dict;      /* __name__, __doc__, __wrapped__ of the Python operator */
 } BinaryOp;
 
@@ -75,7 +74,9 @@ static PyObject *fast(BinaryOp *op, PyObject *x1, PyObject *x2) {
     PyObject *backend = PyObject_GetAttr(device, str_backend);
     PyObject *impl = backend ? PyDict_GetItemWithError(op->impls, backend) : NULL;  /* borrowed */
     Py_XDECREF(backend);
+    Py_XINCREF(impl);   /* a register_impl during the call must not free it */
     PyObject *out = impl ? PyObject_Vectorcall(impl, args, 2, NULL) : NULL;
+    Py_XDECREF(impl);
     Py_DECREF(args[0]);
     Py_DECREF(args[1]);
     if (out == NULL) { PyErr_Clear(); return NULL; }   /* the fallback raises the clear error */
@@ -94,10 +95,9 @@ static PyObject *binary_vectorcall(PyObject *self, PyObject *const *args, size_t
         PyErr_SetString(PyExc_TypeError, "binary operator takes exactly two positional arguments");
         return NULL;
     }
-    PyObject *x1 = op->reflected ? args[1] : args[0], *x2 = op->reflected ? args[0] : args[1];
-    PyObject *result = fast(op, x1, x2);
+    PyObject *result = fast(op, args[0], args[1]);
     if (result != NULL || PyErr_Occurred()) return result;
-    return call_fallback(op, x1, x2);
+    return call_fallback(op, args[0], args[1]);
 }
 
 static PyObject *binary_get(PyObject *self, PyObject *obj, PyObject *type) {
@@ -122,11 +122,10 @@ static void binary_dealloc(BinaryOp *op) {
 }
 
 static PyObject *binary_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    static char *names[] = {"impls", "dtypes", "fallback", "reflected", NULL};
+    static char *names[] = {"impls", "dtypes", "fallback", NULL};
     PyObject *impls, *dtypes, *fallback;
-    int reflected = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O|p", names, &PyDict_Type, &impls, &PyFrozenSet_Type,
-                                     &dtypes, &fallback, &reflected))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O", names, &PyDict_Type, &impls, &PyFrozenSet_Type,
+                                     &dtypes, &fallback))
         return NULL;
     BinaryOp *op = (BinaryOp *)type->tp_alloc(type, 0);
     if (op == NULL) return NULL;
@@ -134,7 +133,6 @@ static PyObject *binary_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     Py_INCREF(impls); op->impls = impls;
     Py_INCREF(dtypes); op->dtypes = dtypes;
     Py_INCREF(fallback); op->fallback = fallback;
-    op->reflected = reflected;
     return (PyObject *)op;
 }
 
@@ -151,7 +149,7 @@ static PyGetSetDef binary_getset[] = {
 static PyTypeObject BinaryOpType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "flfun._dispatch.BinaryOp",
-    .tp_doc = "BinaryOp(impls, dtypes, fallback, reflected=False): an Array operator with a C fast path.",
+    .tp_doc = "BinaryOp(impls, dtypes, fallback): an Array operator with a C fast path.",
     .tp_basicsize = sizeof(BinaryOp),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_new = binary_new,
