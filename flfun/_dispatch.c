@@ -1,10 +1,11 @@
 /* Optional C accelerator for the eager binary operators of flfun.Array (x + y, x * y, ...).
  *
- * A BinaryOp is a method descriptor installed as Array.__add__ and friends. On its fast path (two exact Arrays,
- * nothing tracing or taping, same device, same dtype from an allowed set) it calls the primitive's registered impl
+ * A BinaryOp is flfun.numpy.add (and subtract, multiply, divide, maximum, minimum), so also Array.__add__ and
+ * friends. On its fast path (two exact Arrays of one allowed dtype on one device, or an Array and a Python int or
+ * float, with nothing tracing or taping) it calls the primitive's registered impl
  * for the device's backend -- looked up in the primitive's live impls dict on every call, so register_impl still
- * takes effect at once -- and wraps the result in a new Array. Everything else (tracers, scalars, promotion, bad
- * shapes, tapes) goes to the Python operator it was given, which holds the semantics. flfun works the same without
+ * takes effect at once -- and wraps the result in a new Array. Everything else (tracers, promotion, bad shapes,
+ * tapes) goes to the Python operator it was given, which holds the semantics. flfun works the same without
  * this module; see flfun/numpy/_elementwise.py.
  */
 #define PY_SSIZE_T_CLEAN
