@@ -89,9 +89,9 @@ def tape_vjp_flat(f, primals: list):
             if id(o) in tape.index and ct is not None and not is_zero(ct) and o.dtype.kind == "f":
                 accumulate(o, ct)
         for prim, params, args, node_outs, watched in reversed(tape.nodes):
-            node_cts = [acc.pop(id(o), None) for o in node_outs]
-            if all(c is None for c in node_cts):
+            if acc.keys().isdisjoint(map(id, node_outs)):
                 continue
+            node_cts = [acc.pop(id(o), None) for o in node_outs]
             need = [i for i, w in enumerate(watched) if w and args[i].dtype.kind == "f"]
             for i, ct in node_vjp(prim, params, args, node_outs, node_cts, need).items() if need else ():
                 if ct is not None and not is_zero(ct):

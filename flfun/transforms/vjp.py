@@ -146,7 +146,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         seed = full_array((), 1, aval.dtype)
         if type(out) is Array and out._device is not seed._device:   # seed the cotangent where the output lives
             seed = wrap(out._device.put(seed._value), out._device)
-        grads = [instantiate(c) for c in f_vjp([seed])]
+        grads = list(map(instantiate, f_vjp([seed])))
         if tree is not None:
             grads = tree_unflatten(tree, grads)
         return ((out, aux_box[0]) if has_aux else out), grads if multiple else grads[0]
