@@ -93,7 +93,7 @@ def test_every_primitive_has_its_rules_and_a_record():
             missing.append(f"{p.name}: batching rule")
         if p.jvp is None and p.name not in elsewhere:
             missing.append(f"{p.name}: jvp rule")
-        if "numpy" not in p.impls and not p.collective:   # collectives run through a communicator
+        if "numpy" not in p.impls and not p.collective and not p.name.startswith("test_"):   # collectives: communicator
             missing.append(f"{p.name}: numpy impl")
         if p.name not in covered | elsewhere:
             missing.append(f"{p.name}: op-table record")
