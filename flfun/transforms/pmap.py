@@ -53,7 +53,6 @@ class SpmdAxisTrace(Trace):
     def pure(self, val):
         return val
 
-    lift = pure
 
     def process_primitive(self, prim, tracers, params):
         dyn = _state.dynamic

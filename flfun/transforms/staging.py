@@ -59,7 +59,6 @@ class StagingTrace(Trace):
     def pure(self, val):
         return self.builder.const(self, val)
 
-    lift = pure
 
     def process_primitive(self, prim, tracers, params):
         avals_out = prim.abstract_eval(*[t.aval for t in tracers], **params)
