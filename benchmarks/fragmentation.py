@@ -21,7 +21,7 @@ import flfun
 import flfun.numpy as fnp
 from flfun import lax
 from flfun.memory import CachingAllocator, Trace, record, replay
-from flfun.memory.telemetry import format_table, min_capacity, plot_results
+from flfun.memory.telemetry import format_table, plot_results
 
 MiB = 1 << 20
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -193,6 +193,33 @@ def w6_trace(steps: int, shapes=None, seed=60) -> tuple[Trace, list]:
 
 
 # ------------------------------------------------------------------------------------------------- experiment
+def scaled(trace: Trace, factor: float) -> Trace:
+    """The same trace with every size multiplied by ``factor`` (a model ``factor`` times larger)."""
+    return Trace([e._replace(requested=int(e.requested * factor), allocated=int(e.allocated * factor))
+                  for e in trace.events], {**trace.meta, "scale": trace.meta.get("scale", 1) * factor})
+
+
+def min_capacity(trace: Trace, make_allocator, *, granularity: int = 2 << 20, hi: int | None = None) -> int:
+    """The smallest capacity (to ``granularity``) under which ``trace`` replays without an OOM, by bisection.
+
+    ``make_allocator(capacity)`` builds a fresh allocator. Fragmentation is the gap between this and the trace's
+    peak live bytes (OOM-freedom is not strictly monotone in capacity; bisection finds one boundary).
+    """
+    lo = int(trace.live_bytes().max(initial=0)) // granularity   # never enough below the live peak
+    if hi is None:
+        hi = replay(trace, make_allocator(None)).summary()["peak_reserved"]
+    hi = -(-int(hi) // granularity)
+
+    def fits(units: int) -> bool:
+        return not replay(trace, make_allocator(units * granularity)).ooms
+    while not fits(hi):
+        hi *= 2
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi * granularity
+
+
 def make(limit_mib):
     """A factory ``capacity -> CachingAllocator`` with the given split limit (``None``: unrestricted)."""
     lim = None if limit_mib is None else int(limit_mib * MiB)
@@ -285,7 +312,7 @@ def main(argv=None):
     bars = {}
     for scale, limits in settings:
         for col, (name, trace) in enumerate(traces.items()):
-            tr = trace if scale == 1 else trace.scaled(scale)
+            tr = trace if scale == 1 else scaled(trace, scale)
             text, results, rows, peak = study(tr, limits, f"{name}, sizes x{scale}")
             print(text + "\n")
             base = rows[0]

@@ -10,7 +10,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from flfun.memory.allocator import Allocator, Block, CachingAllocator, DirectAllocator, RawMemory, make_memory
+from flfun.memory.allocator import (
+    Allocator,
+    Block,
+    CachingAllocator,
+    DirectAllocator,
+    RawMemory,
+    make_memory,
+)
 from flfun.memory.telemetry import Trace, compare, record, replay, to_memory_viz
 
 _ALLOCATOR_CLASSES: dict[str, type] = {}
@@ -29,11 +36,6 @@ def register_allocator(name: str, cls: type) -> type:
         raise ValueError(f"register_allocator: name must be a non-empty str, got {name!r}")
     _ALLOCATOR_CLASSES[name] = cls
     return cls
-
-
-def allocator_classes() -> dict[str, type]:
-    """The registered allocator classes by name."""
-    return dict(_ALLOCATOR_CLASSES)
 
 
 def make_allocator(name: str, **kwargs) -> Allocator:
@@ -135,6 +137,6 @@ class _Keeper:
 register_allocator("direct", DirectAllocator)
 register_allocator("caching", CachingAllocator)
 
-__all__ = ["Allocator", "Block", "CachingAllocator", "DirectAllocator", "RawMemory", "Trace", "allocator_classes",
+__all__ = ["Allocator", "Block", "CachingAllocator", "DirectAllocator", "RawMemory", "Trace",
            "compare", "get_allocator", "make_allocator", "make_memory", "record", "register_allocator", "replay",
            "set_allocator", "to_memory_viz", "use_allocator"]

@@ -156,11 +156,6 @@ class Trace:
         """Requested bytes live after each event."""
         return np.cumsum([e.requested if e.kind == "alloc" else -e.requested for e in self.events], dtype=np.int64)
 
-    def scaled(self, factor: float) -> Trace:
-        """The same trace with every size multiplied by ``factor`` (a model ``factor`` times larger)."""
-        return Trace([e._replace(requested=int(e.requested * factor), allocated=int(e.allocated * factor))
-                      for e in self.events], {**self.meta, "scale": self.meta.get("scale", 1) * factor})
-
     def by_op(self) -> dict[str, tuple[int, int]]:
         """{op: (allocations, requested bytes)}, largest first."""
         out: dict[str, tuple[int, int]] = {}
@@ -441,28 +436,3 @@ def to_memory_viz(trace: Trace, path: str, allocator: Allocator | None = None) -
         f.write(pickle.dumps(snapshot, protocol=4) if str(path).endswith(".pickle") else json.dumps(snapshot).encode())
     return snapshot
 
-
-def min_capacity(trace: Trace, make_allocator: Callable[[int], Allocator], *, granularity: int = 2 << 20,
-                 hi: int | None = None) -> int:
-    """The smallest capacity (to ``granularity``) under which ``trace`` replays without an OOM, by bisection.
-
-    ``make_allocator(capacity)`` builds a fresh allocator. Fragmentation is the gap between this and the trace's
-    peak live bytes (OOM-freedom is not strictly monotone in capacity; bisection finds one boundary).
-
-    Example::
-
-        need = min_capacity(trace, lambda cap: CachingAllocator(memory="virtual", capacity=cap))
-    """
-    lo = int(trace.live_bytes().max(initial=0)) // granularity   # never enough below the live peak
-    if hi is None:
-        hi = replay(trace, make_allocator(None)).summary()["peak_reserved"]
-    hi = -(-int(hi) // granularity)
-
-    def fits(units: int) -> bool:
-        return not replay(trace, make_allocator(units * granularity)).ooms
-    while not fits(hi):
-        hi *= 2
-    while lo + 1 < hi:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
-    return hi * granularity
