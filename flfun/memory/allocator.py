@@ -9,6 +9,7 @@ trace replay.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 from collections import Counter
 from typing import Any, Protocol, runtime_checkable
@@ -143,6 +144,19 @@ class Block:
     def __repr__(self):
         state = "allocated" if self.allocated else "free"
         return f"Block(ptr={self.ptr:#x}, size={self.size}, requested={self.requested}, {state})"
+
+
+@contextlib.contextmanager
+def _figure(path: str, dpi: int, **subplots):
+    """``(pyplot, axes)`` of a new matplotlib figure (Agg), saved to ``path`` as a PNG when the block ends."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(**subplots)
+    yield plt, axes
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
 
 
 def _fmt(n: float) -> str:

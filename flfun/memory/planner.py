@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from flfun.ir import Eqn, Program, Var
-
-ALIGNMENT = 64
+from flfun.memory.allocator import ALIGNMENT, _figure, _fmt
 
 
 @dataclass
@@ -130,9 +129,6 @@ def arena_size(buffers: list[BufferSpec], offsets: dict[int, int]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- plan
-PlannedBuffer = BufferSpec
-
-
 @dataclass
 class MemoryPlan:
     """Where every intermediate of a program lives. Byte figures:
@@ -190,54 +186,34 @@ class MemoryPlan:
 
     def totals(self) -> str:
         lb, nv = self.lower_bound or 1, self.naive_bytes or 1
-        return (f"strategy {self.strategy}: arena {_mib(self.arena_bytes)} = {self.arena_bytes / lb:.3f}x lower "
-                f"bound {_mib(self.lower_bound)}, {self.arena_bytes / nv:.3f}x naive {_mib(self.naive_bytes)} "
-                f"(arena buffers unshared {_mib(self.no_reuse_bytes)}); {len(self.buffers)} buffers over "
+        return (f"strategy {self.strategy}: arena {_fmt(self.arena_bytes)} = {self.arena_bytes / lb:.3f}x lower "
+                f"bound {_fmt(self.lower_bound)}, {self.arena_bytes / nv:.3f}x naive {_fmt(self.naive_bytes)} "
+                f"(arena buffers unshared {_fmt(self.no_reuse_bytes)}); {len(self.buffers)} buffers over "
                 f"{self.num_eqns} equations, {self.inplace_hits} in-place")
 
     __str__ = totals
 
     def plot(self, path: str, title: str | None = None) -> None:
         """Draw the plan as rectangles over program point (x) and arena offset (y) into a PNG at ``path``."""
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
         from matplotlib.patches import Rectangle
-
-        fig, ax = plt.subplots(figsize=(10, 5.5))
-        cmap = plt.get_cmap("tab20")
         scale = 1 / (1 << 20)
-        for i, b in enumerate(sorted(self.buffers, key=lambda b: b.start)):
-            ax.add_patch(Rectangle((b.start - 0.45, b.offset * scale), b.end - b.start + 0.9, b.size * scale,
-                                   facecolor=cmap(i % 20), edgecolor="black", linewidth=0.4, alpha=0.85))
-            if b.size >= 0.04 * max(self.arena_bytes, 1):
-                ax.text(b.start, (b.offset + b.size / 2) * scale, b.label.split(" ")[0], fontsize=6,
-                        va="center")
-        ax.axhline(self.lower_bound * scale, color="red", linestyle="--", linewidth=1,
-                   label=f"lower bound {_mib(self.lower_bound)}")
-        ax.axhline(self.arena_bytes * scale, color="black", linewidth=1, label=f"arena {_mib(self.arena_bytes)}")
-        ax.set_xlim(-1, max(self.num_eqns, 1))
-        ax.set_ylim(0, max(self.arena_bytes, self.lower_bound, 1) * scale * 1.08)
-        ax.set_xlabel("program point (equation index)")
-        ax.set_ylabel("arena offset (MiB)")
-        ax.set_title(title or self.totals().replace("; ", "\n"), fontsize=9)
-        ax.legend(loc="upper right", fontsize=8)
-        fig.tight_layout()
-        fig.savefig(path, dpi=130)
-        plt.close(fig)
-
-
-def _mib(n: int) -> str:
-    return f"{n / (1 << 20):.2f} MiB" if n >= 1 << 16 else f"{n} B"
+        with _figure(path, 130, figsize=(10, 5.5)) as (plt, ax):
+            for i, b in enumerate(sorted(self.buffers, key=lambda b: b.start)):
+                ax.add_patch(Rectangle((b.start - 0.45, b.offset * scale), b.end - b.start + 0.9, b.size * scale,
+                                       facecolor=plt.get_cmap("tab20")(i % 20), edgecolor="black", linewidth=0.4,
+                                       alpha=0.85))
+                if b.size >= 0.04 * max(self.arena_bytes, 1):
+                    ax.text(b.start, (b.offset + b.size / 2) * scale, b.label.split(" ")[0], fontsize=6, va="center")
+            ax.axhline(self.lower_bound * scale, color="red", linestyle="--", linewidth=1,
+                       label=f"lower bound {_fmt(self.lower_bound)}")
+            ax.axhline(self.arena_bytes * scale, color="black", linewidth=1, label=f"arena {_fmt(self.arena_bytes)}")
+            ax.set(xlim=(-1, max(self.num_eqns, 1)), ylim=(0, max(self.arena_bytes, self.lower_bound, 1) * scale * 1.08),
+                   xlabel="program point (equation index)", ylabel="arena offset (MiB)")
+            ax.set_title(title or self.totals().replace("; ", "\n"), fontsize=9)
+            ax.legend(loc="upper right", fontsize=8)
 
 
 # ------------------------------------------------------------------------------------------------ analysis
-def last_uses(program: Program) -> dict[int, int]:
-    """Var id -> index of the last equation reading it (``len(eqns)`` for program outputs, -1 if unused)."""
-    last = {v.id: i for i, e in enumerate(program.eqns) for v in e.inputs if type(v) is Var}
-    return last | {v.id: len(program.eqns) for v in program.outvars if type(v) is Var}
-
-
 def plan_program(program: Program, can_write_out: Callable[[Eqn], bool] = lambda e: False,
                  donated: Iterable[int] = (), strategy: str = "auto",
                  alignment: int = ALIGNMENT, inplace: bool = True) -> MemoryPlan:
@@ -257,8 +233,9 @@ def plan_program(program: Program, can_write_out: Callable[[Eqn], bool] = lambda
         raise ValueError(f"plan_program: alignment must be a power of two, got {alignment}")
     donated = set(donated)
     n = len(program.eqns)
-    last = last_uses(program)
     outputs = {v.id for v in program.outvars if type(v) is Var}
+    # var id -> the last equation reading it (n for program outputs)
+    last = {v.id: i for i, e in enumerate(program.eqns) for v in e.inputs if type(v) is Var} | dict.fromkeys(outputs, n)
     roots: dict[int, Root] = {}
     var_roots: dict[int, frozenset] = {}
 
@@ -332,5 +309,5 @@ def _peak(intervals: Iterable[tuple[int, int, int]]) -> int:
     return max(itertools.accumulate(delta[t] for t in sorted(delta)), default=0)
 
 
-__all__ = ["ALIGNMENT", "STRATEGIES", "BufferSpec", "MemoryPlan", "PlannedBuffer", "Root", "last_uses",
-           "place_in_order", "plan_program", "register_strategy"]
+__all__ = ["ALIGNMENT", "STRATEGIES", "BufferSpec", "MemoryPlan", "Root", "place_in_order", "plan_program",
+           "register_strategy"]

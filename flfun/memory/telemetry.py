@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from flfun.memory.allocator import Allocator, CachingAllocator, _fmt
+from flfun.memory.allocator import Allocator, CachingAllocator, _figure, _fmt
 
 # ------------------------------------------------------------------------------------------ impl instrumentation
 _listeners: list = []
@@ -101,9 +101,6 @@ class Event(NamedTuple):
     op: str
 
 
-COLUMNS = list(Event._fields)
-
-
 @dataclass
 class Trace:
     """An ordered log of allocations and frees; build one by recording, by hand, or by loading a file.
@@ -172,7 +169,7 @@ class Trace:
 
     def save(self, path: str) -> None:
         """Write the trace as JSON (gzip-compressed when ``path`` ends in ``.gz``)."""
-        doc = {"format": "flfun-alloc-trace", "version": 1, "meta": self.meta, "columns": COLUMNS,
+        doc = {"format": "flfun-alloc-trace", "version": 1, "meta": self.meta, "columns": Event._fields,
                "events": [list(e) for e in self.events]}
         with _open(path, "wb") as f:
             f.write(json.dumps(doc, separators=(",", ":")).encode())
@@ -203,8 +200,7 @@ class _Recorder:
             nbytes = int(buf.nbytes)
             block = self.shadow.malloc(nbytes) if self.shadow is not None else None
             i = self.trace.alloc(nbytes, name, allocated=block.size if block else nbytes, ptr=block.ptr if block else 0)
-            if block is not None:
-                self.blocks[i] = block
+            self.blocks[i] = block
             try:
                 self.finalizers[i] = weakref.finalize(buf, self.on_free, i)
             except TypeError:   # numpy scalars cannot be weakly referenced: count them as freed at once
@@ -213,7 +209,7 @@ class _Recorder:
     def on_free(self, i: int) -> None:
         self.finalizers.pop(i, None)
         self.trace.free(i)
-        block = self.blocks.pop(i, None)
+        block = self.blocks.pop(i)
         if block is not None:
             self.shadow.free(block)
 
@@ -287,13 +283,11 @@ class ReplayResult:
 def _counters(allocator) -> Callable[[], tuple[int, int, int]]:
     keys = ("allocated_bytes", "reserved_bytes", "requested_bytes")
     if hasattr(allocator, "_stats"):   # a BaseAllocator: read its counters without building the stats dict
-        a, r, q = (allocator._stats[k]["all"] for k in keys)
-        return lambda: (a.current, r.current, q.current)
-    return lambda: tuple(allocator.stats().get(f"{k}.all.current", 0) for k in keys)
+        return lambda: [allocator._stats[k]["all"].current for k in keys]
+    return lambda: [allocator.stats().get(f"{k}.all.current", 0) for k in keys]
 
 
-def replay(trace: Trace, allocator: Allocator, *, name: str = "", on_oom: str = "skip",
-           free_at_end: bool = False) -> ReplayResult:
+def replay(trace: Trace, allocator: Allocator, *, name: str = "", on_oom: str = "skip") -> ReplayResult:
     """Run ``trace`` through ``allocator``; returns its allocated/reserved/requested bytes after every event.
 
     ``on_oom='skip'`` counts a ``MemoryError`` and drops that allocation (and its free); ``'raise'`` re-raises.
@@ -312,8 +306,6 @@ def replay(trace: Trace, allocator: Allocator, *, name: str = "", on_oom: str = 
         if oom:
             ooms.append((k, e.requested, e.op))
         out[:, k] = counters()
-    for b in blocks.values() if free_at_end else ():
-        allocator.free(b)
     return ReplayResult(name or type(allocator).__name__, out[0], out[1], out[2], ooms, allocator.stats())
 
 
@@ -370,12 +362,9 @@ def format_table(results: dict[str, ReplayResult], title: str = "") -> str:
 
 def plot_results(results: dict[str, ReplayResult], path: str, title: str = "", axes=None) -> None:
     """Reserved, allocated and internal fragmentation over the trace, one line per allocator (PNG)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    own = axes is None
-    if own:
-        fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
+    if axes is None:
+        with _figure(path, 110, nrows=3, figsize=(9, 8), sharex=True) as (_, new):
+            return plot_results(results, path, title, new)
     for name, r in results.items():
         for ax, y, lw in zip(axes, (r.reserved / 2**20, r.allocated / 2**20, r.fragmentation * 100), (1, 1, 0.8)):
             ax.plot(np.arange(len(y)), y, label=name, lw=lw)
@@ -385,10 +374,6 @@ def plot_results(results: dict[str, ReplayResult], path: str, title: str = "", a
     axes[0].legend(fontsize=7)
     axes[0].set_title(title)
     axes[-1].set_xlabel("event")
-    if own:
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
 
 
 # ------------------------------------------------------------------------------------------- memory visualizer
