@@ -6,6 +6,7 @@ standard pipeline that ``jit`` uses; ``PASSES`` names them all for experiments.
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Callable
 
 import numpy as np
@@ -28,6 +29,29 @@ def _rebuild(program: Program, eqns: list, env: dict, constvars=None) -> Program
                    [_atom(v, env) for v in program.outvars])
 
 
+def _rewrite(program: Program, rule: Callable, constvars=None) -> Program:
+    """Walk the equations, inputs substituted: ``rule(e)`` gives ``None`` (keep ``e``), a list of atoms (one per
+    output) to stand for its outputs, or a list of equations to walk instead of it."""
+    env: dict = {}
+    eqns: list[Eqn] = []
+
+    def visit(e: Eqn):
+        ins = tuple(_atom(v, env) for v in e.inputs)
+        e = Eqn(e.prim, ins, e.outputs, e.params) if ins != e.inputs else e
+        new = rule(e)
+        if new is None:
+            eqns.append(e)
+        elif new and type(new[0]) is Eqn:
+            for x in new:
+                visit(x)
+        else:
+            env.update((v.id, a) for v, a in zip(e.outputs, new))
+
+    for e in program.eqns:
+        visit(e)
+    return _rebuild(program, eqns, env, constvars)
+
+
 # ------------------------------------------------------------------------------------------------- inlining
 def _call_param(e: Eqn) -> ClosedProgram | None:
     c = e.params.get("closed")
@@ -41,7 +65,7 @@ def inline_calls(program: Program, consts: list) -> tuple[Program, list]:
     constvars, consts = list(program.constvars), list(consts)
     eqns: list[Eqn] = []
 
-    def emit(prog: Program, args: list, env: dict) -> list:
+    def emit(prog: Program, env: dict) -> list:
         for e in prog.eqns:
             ins = [a if type(a) is Literal else env[a.id] for a in e.inputs]
             inner = _call_param(e)
@@ -49,20 +73,15 @@ def inline_calls(program: Program, consts: list) -> tuple[Program, list]:
                 cvars = [Var(v.aval) for v in inner.program.constvars]
                 constvars.extend(cvars)
                 consts.extend(inner.consts)
-                sub = {v.id: nv for v, nv in zip(inner.program.constvars, cvars)}
-                sub.update({v.id: a for v, a in zip(inner.program.invars, ins)})
-                outs = emit(inner.program, ins, sub)
-                for v, o in zip(e.outputs, outs):
-                    env[v.id] = o
+                sub = {v.id: a for v, a in zip(inner.program.constvars + inner.program.invars, cvars + ins)}
+                env.update((v.id, o) for v, o in zip(e.outputs, emit(inner.program, sub)))
                 continue
             outs = tuple(Var(v.aval) for v in e.outputs)
-            for v, nv in zip(e.outputs, outs):
-                env[v.id] = nv
+            env.update((v.id, nv) for v, nv in zip(e.outputs, outs))
             eqns.append(Eqn(e.prim, tuple(ins), outs, e.params))
         return [v if type(v) is Literal else env[v.id] for v in prog.outvars]
 
-    env = {v.id: v for v in program.constvars + program.invars}
-    outvars = emit(program, list(program.invars), env)
+    outvars = emit(program, {v.id: v for v in program.constvars + program.invars})
     return Program(constvars, list(program.invars), eqns, outvars), consts
 
 
@@ -75,9 +94,8 @@ def dce(program: Program, consts: list) -> tuple[Program, list]:
         if any(v.id in live for v in e.outputs):
             kept.append(e)
             live.update(v.id for v in e.inputs if type(v) is Var)
-    kept.reverse()
     pairs = [(v, c) for v, c in zip(program.constvars, consts) if v.id in live]
-    return _rebuild(program, kept, {}, [v for v, _ in pairs]), [c for _, c in pairs]
+    return _rebuild(program, kept[::-1], {}, [v for v, _ in pairs]), [c for _, c in pairs]
 
 
 # ---------------------------------------------------------------------------------------------------- CSE
@@ -101,21 +119,13 @@ def _key_atom(v):
 
 def cse(program: Program, consts: list) -> tuple[Program, list]:
     """Merge equations that apply the same primitive with the same parameters to the same inputs."""
-    env: dict = {}
     seen: dict = {}
-    eqns = []
-    for e in program.eqns:
-        ins = tuple(_atom(v, env) for v in e.inputs)
-        key = (e.prim.name, id(e.prim), tuple(_key_atom(v) for v in ins), _hashable(e.params))
-        prev = seen.get(key)
-        if prev is not None:
-            for v, p in zip(e.outputs, prev.outputs):
-                env[v.id] = p
-            continue
-        e = Eqn(e.prim, ins, e.outputs, e.params) if ins != e.inputs else e
-        seen[key] = e
-        eqns.append(e)
-    return _rebuild(program, eqns, env), consts
+
+    def rule(e: Eqn):
+        prev = seen.setdefault((e.prim.name, id(e.prim), tuple(map(_key_atom, e.inputs)), _hashable(e.params)), e)
+        return None if prev is e else prev.outputs
+
+    return _rewrite(program, rule), consts
 
 
 # ------------------------------------------------------------------------------------------ constant folding
@@ -125,36 +135,40 @@ def fold_constants(program: Program, consts: list, max_bytes: int = FOLD_MAX_BYT
     same registered impls as run time, so results are bit-identical."""
     known: dict[int, Any] = {v.id: c for v, c in zip(program.constvars, consts)}
     constvars, consts = list(program.constvars), list(consts)
-    env: dict = {}
-    eqns = []
-    for e in program.eqns:
-        ins = tuple(_atom(v, env) for v in e.inputs)
-        small = sum(v.aval.nbytes for v in e.outputs) <= max_bytes
+
+    def rule(e: Eqn):
         # collectives depend on the device running the program: never fold them at compile time
-        foldable = small and _call_param(e) is None and not e.prim.collective
-        if foldable and all(type(v) is Literal or v.id in known for v in ins):
-            vals = [v.val if type(v) is Literal else known[v.id] for v in ins]
-            outs = eval_primitive(e.prim, vals, e.params)
-            outs = outs if e.prim.multiple_results else [outs]
-            for v, o in zip(e.outputs, outs):
-                raw = np.asarray(o)
-                if raw.shape == () and not v.aval.shape:
-                    env[v.id] = Literal(raw[()], v.aval)
-                else:
-                    nv = Var(v.aval)
-                    known[nv.id] = o
-                    constvars.append(nv)
-                    consts.append(o)
-                    env[v.id] = nv
-            continue
-        eqns.append(Eqn(e.prim, ins, e.outputs, e.params) if ins != e.inputs else e)
-    return _rebuild(program, eqns, env, constvars), consts
+        if sum(v.aval.nbytes for v in e.outputs) > max_bytes or _call_param(e) is not None or e.prim.collective \
+                or not all(type(v) is Literal or v.id in known for v in e.inputs):
+            return None
+        outs = eval_primitive(e.prim, [v.val if type(v) is Literal else known[v.id] for v in e.inputs], e.params)
+        new = []
+        for v, o in zip(e.outputs, outs if e.prim.multiple_results else [outs]):
+            raw = np.asarray(o)
+            if raw.shape == () and not v.aval.shape:
+                new.append(Literal(raw[()], v.aval))
+            else:
+                new.append(Var(v.aval))
+                known[new[-1].id] = o
+                constvars.append(new[-1])
+                consts.append(o)
+        return new
+
+    return _rewrite(program, rule, constvars), consts
 
 
 # ---------------------------------------------------------------------------------------- AD simplification
 _BROADCASTING = frozenset(("add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "eq", "ne", "lt",
                            "le", "gt", "ge", "and", "or", "xor"))
-_SHAPE_OPS = frozenset(("broadcast_in_dim", "reshape", "transpose"))
+_SAME_VALUES = frozenset(("broadcast_in_dim", "reshape", "transpose", "convert_element_type"))
+# (ops, k, identity): ``op(a, b)`` is the other operand where operand ``k`` equals ``identity``
+_IDENTITIES = ((("add", "sub"), 1, 0), (("add",), 0, 0), (("mul", "div"), 1, 1), (("mul",), 0, 1))
+_CHAINS = {     # op(op(y)) as one op of y: its params from the inner and the outer params
+    "reshape": lambda p1, p2: p2,
+    "transpose": lambda p1, p2: {**p2, "permutation": tuple(p1["permutation"][i] for i in p2["permutation"])},
+    "broadcast_in_dim": lambda p1, p2: {**p2, "broadcast_dimensions": tuple(
+        p2["broadcast_dimensions"][i] for i in p1["broadcast_dimensions"])},
+    "neg": None}
 
 
 def _same(a: ShapedArray, b: ShapedArray) -> bool:
@@ -169,50 +183,26 @@ def simplify(program: Program, consts: list) -> tuple[Program, list]:
     broadcasts the scalar itself), and ``transpose(dot_general(a, b))`` as ``dot_general(b, a)`` (the transpose
     rule of dot_general leaves these; the swapped product writes its layout directly). ``x * 0`` is left alone (it is not 0 for inf or nan); ``x + 0 -> x`` may turn a ``-0.0``
     result into ``-0.0`` where IEEE gives ``+0.0`` (as JAX's symbolic zeros do)."""
-    uniform: dict[int, Any] = {}           # var id -> the scalar every element equals
+    uses = Counter(v.id for e in program.eqns for v in e.inputs if type(v) is Var)
+    uses.update(v.id for v in program.outvars if type(v) is Var)
+    # var id -> the scalar every element equals
+    uniform = {v.id: np.asarray(c)[()] for v, c in zip(program.constvars, consts) if np.asarray(c).shape == ()}
     producer: dict[int, Eqn] = {}
-    uses: dict[int, int] = {}
-    for e in program.eqns:
-        for v in e.inputs:
-            if type(v) is Var:
-                uses[v.id] = uses.get(v.id, 0) + 1
-    for v in program.outvars:
-        if type(v) is Var:
-            uses[v.id] = uses.get(v.id, 0) + 1
-    for v, c in zip(program.constvars, consts):
-        raw = np.asarray(c)
-        if raw.shape == ():
-            uniform[v.id] = raw[()]
-    env: dict = {}
-    eqns = []
 
     def uval(v):
         return v.val if type(v) is Literal else uniform.get(v.id)
 
-    def process(e: Eqn):
-        ins = tuple(_atom(v, env) for v in e.inputs)
-        e = Eqn(e.prim, ins, e.outputs, e.params) if ins != e.inputs else e
+    def rule(e: Eqn):          # a rewritten equation is walked again: it may simplify further
         new = _simplify_eqn(e, uval, producer, uses)
-        if isinstance(new, (Var, Literal)):
-            env[e.outputs[0].id] = new
-        elif isinstance(new, Eqn):              # a rewritten equation may simplify further
-            process(new)
-        elif isinstance(new, list):
-            for x in new:
-                process(x)
-        else:
-            if len(e.outputs) == 1:
-                out = e.outputs[0]
-                if e.prim.name in _SHAPE_OPS and uval(e.inputs[0]) is not None:
-                    uniform[out.id] = uval(e.inputs[0])
-                elif e.prim.name == "convert_element_type" and uval(e.inputs[0]) is not None:
-                    uniform[out.id] = np.asarray(uval(e.inputs[0])).astype(out.aval.dtype)[()]
-                producer[out.id] = e
-            eqns.append(e)
+        if new is None and len(e.outputs) == 1:
+            out = e.outputs[0]
+            u = uval(e.inputs[0]) if e.prim.name in _SAME_VALUES else None
+            if u is not None:
+                uniform[out.id] = np.asarray(u).astype(out.aval.dtype)[()]
+            producer[out.id] = e
+        return new
 
-    for e in program.eqns:
-        process(e)
-    return _rebuild(program, eqns, env), consts
+    return _rewrite(program, rule), consts
 
 
 def _swap_dot(dot: Eqn, perm) -> dict | None:
@@ -232,65 +222,47 @@ def _is(val, target) -> bool:
     return val is not None and bool(np.asarray(val) == target)
 
 
-def _simplify_eqn(e: Eqn, uval: Callable, producer: dict, uses: dict):
-    """A replacement atom for ``e``'s output, a rewritten equation, or ``None``."""
+def _simplify_eqn(e: Eqn, uval: Callable, producer: dict, uses: dict) -> list | None:
+    """A replacement atom for ``e``'s output or the equations to replace ``e`` with (as a list), or ``None``."""
     name, ins, p = e.prim.name, e.inputs, e.params
     if len(e.outputs) != 1:
         return None
     out = e.outputs[0].aval
     x = ins[0] if ins else None
-    if name in ("broadcast_in_dim", "reshape", "transpose", "convert_element_type") and _same(x.aval, out):
-        if name != "transpose" or tuple(p["permutation"]) == tuple(range(len(out.shape))):
-            return x
-    if name == "reduce_sum" and not p["axes"] or name == "integer_pow" and p["y"] == 1:
-        return x
+    if name in _SAME_VALUES and _same(x.aval, out) and (name != "transpose" or tuple(p["permutation"]) == tuple(
+            range(len(out.shape)))) or name == "reduce_sum" and not p["axes"] or name == "integer_pow" and p["y"] == 1:
+        return [x]
     prev = producer.get(x.id) if type(x) is Var else None
-    if prev is not None and prev.prim is e.prim:
+    if prev is not None and prev.prim is e.prim and name in _CHAINS:
         y = prev.inputs[0]
-        if name == "reshape":
-            return Eqn(e.prim, (y,), e.outputs, p)
-        if name == "transpose":
-            p1, p2 = prev.params["permutation"], p["permutation"]
-            return Eqn(e.prim, (y,), e.outputs, {**p, "permutation": tuple(p1[i] for i in p2)})
-        if name == "broadcast_in_dim":
-            d1, d2 = prev.params["broadcast_dimensions"], p["broadcast_dimensions"]
-            return Eqn(e.prim, (y,), e.outputs, {**p, "broadcast_dimensions": tuple(d2[i] for i in d1)})
-        if name == "neg":
-            return y
-    if name == "transpose" and prev is not None and prev.prim.name == "dot_general" and uses.get(x.id) == 1:
+        return [y if name == "neg" else Eqn(e.prim, (y,), e.outputs, _CHAINS[name](prev.params, p))]
+    if name == "transpose" and prev is not None and prev.prim.name == "dot_general" and uses[x.id] == 1:
         swapped = _swap_dot(prev, p["permutation"])
         if swapped is not None:
-            return Eqn(prev.prim, prev.inputs[::-1], e.outputs, swapped)
+            return [Eqn(prev.prim, prev.inputs[::-1], e.outputs, swapped)]
     if name == "select_n" and len(ins) == 3 and ins[1] is ins[2] and _same(ins[1].aval, out):
-        return ins[1]
+        return [ins[1]]
     if name == "select_n":
         cases = [Literal(uval(c), ShapedArray((), c.aval.dtype)) if type(c) is Var and uval(c) is not None
                  and c.aval.shape else c for c in ins[1:]]
         full = [v for v in (ins[0], *cases) if type(v) is Var and v.aval.shape == out.shape]
         if full and any(c is not o for c, o in zip(cases, ins[1:])):
-            return Eqn(e.prim, (ins[0], *cases), e.outputs, p)
+            return [Eqn(e.prim, (ins[0], *cases), e.outputs, p)]
     if name == "add" and len(ins) == 2:
         for s, other in (ins, ins[::-1]):      # scatter-add into zeros, plus y: scatter-add into y
             sc = producer.get(s.id) if type(s) is Var else None
-            if sc is not None and sc.prim.name == "scatter" and sc.params["op"] == "add" and uses.get(s.id) == 1 \
+            if sc is not None and sc.prim.name == "scatter" and sc.params["op"] == "add" and uses[s.id] == 1 \
                     and _is(uval(sc.inputs[0]), 0) and type(other) is Var and _same(other.aval, out):
-                return Eqn(sc.prim, (other,) + tuple(sc.inputs[1:]), e.outputs, sc.params)
+                return [Eqn(sc.prim, (other,) + tuple(sc.inputs[1:]), e.outputs, sc.params)]
     if name in _BROADCASTING and len(ins) == 2:
-        a, b = ins
-        ua, ub = uval(a), uval(b)
-        if name in ("add", "sub") and _is(ub, 0) and _same(a.aval, out):
-            return a
-        if name == "add" and _is(ua, 0) and _same(b.aval, out):
-            return b
-        if name in ("mul", "div") and _is(ub, 1) and _same(a.aval, out):
-            return a
-        if name == "mul" and _is(ua, 1) and _same(b.aval, out):
-            return b
-        # a broadcast scalar operand: let numpy broadcast the scalar instead of materialising the array
-        if ub is not None and type(b) is Var and _same(a.aval, out):
-            return Eqn(e.prim, (a, Literal(ub, ShapedArray((), b.aval.dtype))), e.outputs, p)
-        if ua is not None and type(a) is Var and _same(b.aval, out):
-            return Eqn(e.prim, (Literal(ua, ShapedArray((), a.aval.dtype)), b), e.outputs, p)
+        us = uval(ins[0]), uval(ins[1])
+        for ops, k, identity in _IDENTITIES:
+            if name in ops and _is(us[k], identity) and _same(ins[1 - k].aval, out):
+                return [ins[1 - k]]
+        for k in (1, 0):     # a broadcast scalar operand: numpy broadcasts the scalar without materialising it
+            if us[k] is not None and type(ins[k]) is Var and _same(ins[1 - k].aval, out):
+                lit = Literal(us[k], ShapedArray((), ins[k].aval.dtype))
+                return [Eqn(e.prim, (ins[0], lit) if k else (lit, ins[1]), e.outputs, p)]
     if name in _BROADCASTING or name == "select_n":
         return _implicit_broadcast(e, producer)
     return None
@@ -309,18 +281,13 @@ def _implicit_broadcast(e: Eqn, producer: dict):
         if not is_broadcast(v) or v.aval.shape != out.shape:
             continue
         prev = producer[v.id]
-        y, dims = prev.inputs[0], tuple(prev.params["broadcast_dimensions"])
-        rank = len(out.shape)
+        y, dims, rank = prev.inputs[0], tuple(prev.params["broadcast_dimensions"]), len(out.shape)
         if dims != tuple(range(rank - len(y.aval.shape), rank)):
-            shape = [1] * rank
-            for d, n in zip(dims, y.aval.shape):
-                shape[d] = n
-            shape = tuple(shape)
+            shape = tuple(dict(zip(dims, y.aval.shape)).get(d, 1) for d in range(rank))
             if type(y) is Var:
                 from flfun.primitives import get
-                r = Var(ShapedArray(shape, y.aval.dtype))
-                new.append(Eqn(get("reshape"), (y,), (r,), {"new_sizes": shape}))
-                y = r
+                new.append(Eqn(get("reshape"), (y,), (Var(ShapedArray(shape, y.aval.dtype)),), {"new_sizes": shape}))
+                y = new[-1].outputs[0]
             else:
                 y = Literal(y.val, ShapedArray((), y.aval.dtype))
         ins[k] = y
@@ -352,13 +319,9 @@ def partial_eval(program: Program, known: list, num_known_outs: int) -> tuple[Pr
         raise ValueError(f"partial_eval: outputs {bad} were asked of the known part but depend on unknown inputs")
     consts = {v.id for v in program.constvars}
     pos = {v.id: i for i, (v, k) in enumerate(zip(program.invars, known)) if k}
-    res, seen = [], set()
-    for v in [x for e in u_eqns for x in e.inputs] + list(u_outs):
-        if type(v) is Var and v.id not in unknown and v.id not in consts and v.id not in seen:
-            seen.add(v.id)
-            res.append(v)
-    res_in = [v for v in res if v.id in pos]
-    res_computed = [v for v in res if v.id not in pos]
+    res = list({v.id: v for v in [x for e in u_eqns for x in e.inputs] + list(u_outs)
+                if type(v) is Var and v.id not in unknown and v.id not in consts}.values())
+    res_in, res_computed = [v for v in res if v.id in pos], [v for v in res if v.id not in pos]
     known_prog = Program(list(program.constvars), [v for v, k in zip(program.invars, known) if k], k_eqns,
                          list(k_outs) + res_computed)
     unknown_prog = Program(list(program.constvars),
