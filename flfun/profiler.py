@@ -27,10 +27,6 @@ class OpStats:
     bytes: int = 0
     max_ns: int = 0
 
-    @property
-    def mean_ns(self) -> float:
-        return self.time_ns / self.calls if self.calls else 0.0
-
 
 class Profile:
     """The result of one ``profile()`` block: per-primitive totals and, with ``trace=True``, every call.
@@ -50,13 +46,9 @@ class Profile:
         self.start_ns = self.end_ns = time.perf_counter_ns()
 
     def on_call(self, name: str, t0: int, t1: int, fresh, out) -> None:
-        nbytes = sum(int(b.nbytes) for b in fresh)
+        nbytes, dt = sum(int(b.nbytes) for b in fresh), t1 - t0
         st = self.ops.get(name) or self.ops.setdefault(name, OpStats(name))
-        dt = t1 - t0
-        st.calls += 1
-        st.time_ns += dt
-        st.bytes += nbytes
-        st.max_ns = max(st.max_ns, dt)
+        st.calls, st.time_ns, st.bytes, st.max_ns = st.calls + 1, st.time_ns + dt, st.bytes + nbytes, max(st.max_ns, dt)
         if self.keep_events:
             self.events.append((name, t0, t1, nbytes, threading.get_ident()))
 
@@ -77,19 +69,17 @@ class Profile:
 
             print(prof.table(sort_by="bytes", limit=5))
         """
-        keys = {"time": lambda s: -s.time_ns, "calls": lambda s: -s.calls, "bytes": lambda s: -s.bytes,
-                "name": lambda s: s.name}
+        keys = {"time": "time_ns", "calls": "calls", "bytes": "bytes", "name": "name"}
         if sort_by not in keys:
             raise ValueError(f"sort_by: expected one of {sorted(keys)}, got {sort_by!r}")
-        rows = sorted(self.ops.values(), key=keys[sort_by])[:limit]
-        total = self.total_ns or 1
+        rows = sorted(self.ops.values(), key=lambda s: s.name if sort_by == "name" else -getattr(s, keys[sort_by]))
         head = f"{'primitive':<24}{'calls':>8}{'total':>12}{'%':>7}{'mean':>11}{'max':>11}{'allocated':>13}"
         lines = [head, "-" * len(head)]
-        lines += [f"{s.name:<24}{s.calls:>8}{_ms(s.time_ns):>12}{100 * s.time_ns / total:>6.1f}%"
-                  f"{_us(s.mean_ns):>11}{_us(s.max_ns):>11}{_fmt(s.bytes):>13}" for s in rows]
-        lines += ["-" * len(head),
-                  f"{'total in impls':<24}{sum(s.calls for s in self.ops.values()):>8}{_ms(self.total_ns):>12}"
-                  f"{'':>7}{'':>11}{'':>11}{_fmt(sum(s.bytes for s in self.ops.values())):>13}",
+        lines += [f"{s.name:<24}{s.calls:>8}{_ms(s.time_ns):>12}{100 * s.time_ns / (self.total_ns or 1):>6.1f}%"
+                  f"{s.time_ns / s.calls / 1e3:>8.1f} us{s.max_ns / 1e3:>8.1f} us{_fmt(s.bytes):>13}"
+                  for s in rows[:limit]]
+        lines += ["-" * len(head), (f"{'total in impls':<24}{sum(s.calls for s in rows):>8}{_ms(self.total_ns):>12}"
+                                    f"{_fmt(sum(s.bytes for s in rows)):>42}"),
                   f"wall time of the block: {_ms(self.wall_ns)}"]
         return "\n".join(lines)
 
@@ -119,10 +109,6 @@ class Profile:
 
 def _ms(ns: float) -> str:
     return f"{ns / 1e6:.3f} ms"
-
-
-def _us(ns: float) -> str:
-    return f"{ns / 1e3:.1f} us"
 
 
 @contextlib.contextmanager

@@ -10,17 +10,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from flfun.memory.allocator import (
-    Allocator,
-    Block,
-    CachingAllocator,
-    DirectAllocator,
-    RawMemory,
-    make_memory,
-)
+from flfun.memory.allocator import Allocator, Block, CachingAllocator, DirectAllocator, RawMemory, make_memory
 from flfun.memory.telemetry import Trace, compare, record, replay, to_memory_viz
 
-_ALLOCATOR_CLASSES: dict[str, type] = {}
+_ALLOCATOR_CLASSES: dict[str, type] = {"direct": DirectAllocator, "caching": CachingAllocator}
 _CURRENT: dict = {}
 
 
@@ -133,9 +126,6 @@ class _Keeper:
         with contextlib.suppress(Exception):   # interpreter shutdown or allocator already torn down
             self.allocator.free(self.block)
 
-
-register_allocator("direct", DirectAllocator)
-register_allocator("caching", CachingAllocator)
 
 __all__ = ["Allocator", "Block", "CachingAllocator", "DirectAllocator", "RawMemory", "Trace",
            "compare", "get_allocator", "make_allocator", "make_memory", "record", "register_allocator", "replay",
