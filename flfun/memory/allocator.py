@@ -16,10 +16,6 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["ALIGNMENT", "Allocator", "BaseAllocator", "Block", "CachingAllocator", "CupyMemory", "DirectAllocator",
-           "HostMemory", "RawMemory", "Segment", "VirtualMemory", "make_memory"]
-
-
 ALIGNMENT = 64
 
 
@@ -63,8 +59,7 @@ class CupyMemory(RawMemory):
         self.device_id = device_id
 
     def alloc(self, nbytes: int):
-        cp = self.cupy
-        with cp.cuda.Device(self.device_id):
+        with (cp := self.cupy).cuda.Device(self.device_id):
             mem = cp.cuda.MemoryPointer(cp.cuda.Memory(max(nbytes, 1)), 0)   # raw cudaMalloc, not cupy's pool
         return mem.ptr, mem
 
@@ -76,12 +71,10 @@ class VirtualMemory(RawMemory):
     """No backing at all: addresses from a counter. For replaying traces of any size offline."""
     kind = "virtual"
 
-    def __init__(self):
-        self._next = 1 << 20
+    _next = 1 << 20
 
     def alloc(self, nbytes: int):
-        ptr = self._next
-        self._next += -(-(nbytes + 1) // 4096) * 4096 + 4096
+        ptr, self._next = self._next, self._next + -(-(nbytes + 1) // 4096) * 4096 + 4096
         return ptr, None
 
 
@@ -293,6 +286,9 @@ class BaseAllocator:
         """Cached free blocks (none for allocators that do not cache)."""
         return []
 
+    def empty_cache(self) -> None:
+        """Return cached memory to the backend (nothing to do for allocators that do not cache)."""
+
     def stats(self) -> dict:
         """Statistics with PyTorch's ``memory_stats()`` names plus fragmentation and size histograms.
 
@@ -364,9 +360,6 @@ class DirectAllocator(BaseAllocator):
     def free(self, block: Block) -> None:
         self._mark_freed(block)
         self._release_segment(block.segment)
-
-    def empty_cache(self) -> None:
-        pass
 
 
 # ----------------------------------------------------------------------------------------------------- caching
