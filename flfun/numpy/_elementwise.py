@@ -31,48 +31,39 @@ def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = ""):
     ok = frozenset(d for d in dtypes.SUPPORTED if d.kind in kinds)   # a set test is cheaper than dt.kind in kinds
 
     def op(x1, x2, /):
+        st = _state
         t1, t2 = type(x1), type(x2)
-        if t1 is Array and t2 is Array:
-            st = _state
-            if st.evaluate:
-                v1 = x1._value
-                dt = v1.dtype
-                dev = x1._device
-                if x2._value.dtype is dt and x2._device is dev and dt in ok:
-                    try:
-                        out = impls[dev.backend](v1, x2._value)
-                    except Exception:
-                        pass   # the general path below gives the clear error
-                    else:
-                        a = new(Array)
-                        a._value = out
-                        a._device = dev
-                        if st.tape is not None:   # an eager grad is recording
-                            st.tape.record(prim, _NO_PARAMS, (x1, x2), (a,))
-                        return a
-        elif (t1 is Array or t2 is Array) and _state.evaluate:
-            x, scalar = (x1, x2) if t1 is Array else (x2, x1)
-            ts = type(scalar)
+        if st.evaluate and (t1 is Array or t2 is Array):
+            x, other, t = (x1, x2, t2) if t1 is Array else (x2, x1, t1)
             v, dev = x._value, x._device
             dt = v.dtype
-            if dt.kind in kinds and (ts is float and dt.kind == "f" or ts is int and dt.kind != "b"):
-                s = dt.type(scalar)
+            if t is Array:
+                s = other._value
+                fast = s.dtype is dt and other._device is dev and dt in ok
+            else:   # a weak Python scalar takes the array's dtype
+                fast = dt in ok and (t is float and dt.kind == "f" or t is int and dt.kind != "b")
+                s = dt.type(other) if fast else None
+            if fast:
                 try:
-                    out = impls[dev.backend](v, s) if t1 is Array else impls[dev.backend](s, v)
+                    out = impls[dev.backend](v, s) if x is x1 else impls[dev.backend](s, v)
                 except Exception:
-                    pass
+                    pass   # the general path below gives the clear error
                 else:
                     a = new(Array)
                     a._value = out
                     a._device = dev
-                    if _state.tape is not None:
-                        c = wrap(s, dev)
-                        _state.tape.record(prim, _NO_PARAMS, (x, c) if t1 is Array else (c, x), (a,))
+                    if st.tape is not None:   # an eager grad is recording
+                        c = other if t is Array else wrap(s, dev)
+                        st.tape.record(prim, _NO_PARAMS, (x, c) if x is x1 else (c, x), (a,))
                     return a
         return lax_fn(*promote(name, x1, x2))
-    op.__name__ = name
-    op.__doc__ = doc or f"Elementwise ``{name}`` with broadcasting and type promotion: ``fnp.{name}(x1, x2)``."
-    return _accelerated(op, prim, ok)
+    return _accelerated(_named(op, name, doc or f"Elementwise ``{name}`` with broadcasting and type promotion: "
+                                             f"``fnp.{name}(x1, x2)``."), prim, ok)
+
+
+def _named(op, name: str, doc: str):
+    op.__name__, op.__doc__ = name, doc
+    return op
 
 
 def _accelerated(op, prim, ok):
@@ -105,56 +96,44 @@ def _divide_any(x1, x2, /):
     """True division; integer inputs are promoted to the default float dtype: ``fnp.divide(1, 2) == 0.5``."""
     if type(x1) is Array and x1._value.dtype.kind == "f" or type(x2) is Array and x2._value.dtype.kind == "f":
         return getattr(_divide, "__wrapped__", _divide)(x1, x2)
-    a, b = promote("divide", x1, x2, to_float=True)
-    return lax.div(a, b)
+    return lax.div(*promote("divide", x1, x2, to_float=True))
 
 
-_divide_any.__name__ = "divide"
-divide = _accelerated(_divide_any, lax.div_p, _FLOATS)
+divide = true_divide = _accelerated(_named(_divide_any, "divide", _divide_any.__doc__), lax.div_p, _FLOATS)
 
 
-true_divide = divide
-
-
-def _cmp(lax_fn, name):
+def _promoted(lax_fn, name: str, doc: str, to_float: bool = False, kinds: str = ""):
+    """``fnp.<name>(x1, x2)``: promote to a common dtype (a float one with ``to_float``), then ``lax_fn``."""
     def op(x1, x2, /):
-        return lax_fn(*promote(name, x1, x2))
-    op.__name__ = name
-    op.__doc__ = f"Elementwise ``{name}`` comparison, returning bool: ``fnp.{name}(x1, x2)``."
-    return op
+        a, b = promote(name, x1, x2, to_float=to_float)
+        if kinds and a.dtype.kind not in kinds:
+            raise TypeError(f"{name}: requires integer or boolean inputs, got {a.dtype}")
+        return lax_fn(a, b)
+    return _named(op, name, doc)
 
 
 equal, not_equal, less, less_equal, greater, greater_equal = (
-    _cmp(f, n) for f, n in ((lax.eq, "equal"), (lax.ne, "not_equal"), (lax.lt, "less"), (lax.le, "less_equal"),
-                            (lax.gt, "greater"), (lax.ge, "greater_equal")))
-
-
-def _bitwise(lax_fn, name):
-    def op(x1, x2, /):
-        a, b = promote(name, x1, x2)
-        if a.dtype.kind not in "iub":
-            raise TypeError(f"{name}: requires integer or boolean inputs, got {a.dtype}")
-        return lax_fn(a, b)
-    op.__name__ = name
-    op.__doc__ = f"Elementwise ``{name}`` of integer or boolean arrays: ``fnp.{name}(x1, x2)``."
-    return op
-
-
-bitwise_and, bitwise_or, bitwise_xor = (_bitwise(f, n) for f, n in (
-    (lax.and_, "bitwise_and"), (lax.or_, "bitwise_or"), (lax.xor, "bitwise_xor")))
-
-
-def _logical(lax_fn, name):
-    def op(x1, x2, /):
-        return lax_fn(_to_bool(x1), _to_bool(x2))
-    op.__name__ = name
-    op.__doc__ = f"Elementwise ``{name}`` (inputs are cast to bool): ``fnp.{name}(x1, x2)``."
-    return op
+    _promoted(f, n, f"Elementwise ``{n}`` comparison, returning bool: ``fnp.{n}(x1, x2)``.") for f, n in (
+        (lax.eq, "equal"), (lax.ne, "not_equal"), (lax.lt, "less"), (lax.le, "less_equal"), (lax.gt, "greater"),
+        (lax.ge, "greater_equal")))
+bitwise_and, bitwise_or, bitwise_xor = (
+    _promoted(f, n, f"Elementwise ``{n}`` of integer or boolean arrays: ``fnp.{n}(x1, x2)``.", kinds="iub")
+    for f, n in ((lax.and_, "bitwise_and"), (lax.or_, "bitwise_or"), (lax.xor, "bitwise_xor")))
+left_shift = bitwise_left_shift = _promoted(lax.shift_left, "left_shift", "Elementwise ``x1 << x2`` for integers.")
+fmod = _promoted(lax.rem, "fmod", "C-style remainder: the result has the sign of the dividend.")
+arctan2 = atan2 = _promoted(lax.atan2, "arctan2", "Elementwise angle of the point ``(x2, x1)``.", to_float=True)
+nextafter = _promoted(lax.nextafter, "nextafter", "The next representable float after ``x1`` in the direction of "
+                      "``x2``: ``fnp.nextafter(1.0, 2.0) > 1.0``.", to_float=True)
 
 
 def _to_bool(x):
     x = asarray_like(x)
-    return x if x.dtype == dtypes.bool_ else lax.ne(x, lax.convert_element_type(asarray_like(0), x.dtype))
+    return x if x.dtype == dtypes.bool_ else lax.ne(x, _const(x, 0))
+
+
+def _logical(f, n):
+    return _named(lambda x1, x2, /: f(_to_bool(x1), _to_bool(x2)), n,
+                  f"Elementwise ``{n}`` (inputs are cast to bool): ``fnp.{n}(x1, x2)``.")
 
 
 logical_and, logical_or, logical_xor = (_logical(f, n) for f, n in (
@@ -177,29 +156,24 @@ def invert(x, /):
 bitwise_not = bitwise_invert = invert
 
 
-def left_shift(x1, x2, /):
-    """Elementwise ``x1 << x2`` for integers."""
-    a, b = promote("left_shift", x1, x2)
-    return lax.shift_left(a, b)
-
-
 def right_shift(x1, x2, /):
     """Elementwise arithmetic ``x1 >> x2`` for integers (logical for unsigned)."""
     a, b = promote("right_shift", x1, x2)
     return (lax.shift_right_logical if dtypes.is_unsigned(a.dtype) else lax.shift_right_arithmetic)(a, b)
 
 
-bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+bitwise_right_shift = right_shift
 
 
 # ----------------------------------------------------------------------------------------------------- unary
-def _float_unary(lax_fn, name):
-    def op(x, /):
-        return lax_fn(to_float(x))
-    op.__name__ = name
-    op.__doc__ = (f"Elementwise ``{name}`` (integers are promoted to the default float dtype): "
-                  f"``fnp.{name}(x)``.")
-    return op
+def _const(x, value):
+    """``value`` as a 0-d array of ``x``'s dtype."""
+    return lax.full((), value, x.dtype)
+
+
+def _float_unary(lax_fn, name, doc=None):
+    return _named(lambda x, /: lax_fn(to_float(x)), name, doc or (
+        f"Elementwise ``{name}`` (integers are promoted to the default float dtype): ``fnp.{name}(x)``."))
 
 
 exp, log, log1p, expm1, sqrt, sin, cos, tan, tanh, arcsin, arccos, arctan, sinh, cosh = (
@@ -208,6 +182,17 @@ exp, log, log1p, expm1, sqrt, sin, cos, tan, tanh, arcsin, arccos, arctan, sinh,
         (lax.sin, "sin"), (lax.cos, "cos"), (lax.tan, "tan"), (lax.tanh, "tanh"), (lax.asin, "arcsin"),
         (lax.acos, "arccos"), (lax.atan, "arctan"), (lax.sinh, "sinh"), (lax.cosh, "cosh")))
 asin, acos, atan = arcsin, arccos, arctan
+log2 = _float_unary(lambda x: lax.div(lax.log(x), _const(x, np.log(2.0))), "log2", "Base-2 logarithm.")
+log10 = _float_unary(lambda x: lax.div(lax.log(x), _const(x, np.log(10.0))), "log10", "Base-10 logarithm.")
+exp2 = _float_unary(lambda x: lax.exp(lax.mul(x, _const(x, np.log(2.0)))), "exp2", "``2 ** x``.")
+asinh = arcsinh = _float_unary(lambda x: lax.log(lax.add(x, lax.sqrt(lax.add(lax.mul(x, x), _const(x, 1))))),
+                               "arcsinh", "Inverse hyperbolic sine.")
+acosh = arccosh = _float_unary(lambda x: lax.log(lax.add(x, lax.sqrt(lax.sub(lax.mul(x, x), _const(x, 1))))),
+                               "arccosh", "Inverse hyperbolic cosine.")
+atanh = arctanh = _float_unary(lambda x: lax.mul(_const(x, 0.5), lax.log(lax.div(lax.add(_const(x, 1), x),
+                                                                                  lax.sub(_const(x, 1), x)))),
+                               "arctanh", "Inverse hyperbolic tangent.")
+reciprocal = _float_unary(lambda x: lax.div(_const(x, 1), x), "reciprocal", "Elementwise ``1 / x``.")
 
 
 def _num_unary(lax_fn, name):
@@ -216,9 +201,7 @@ def _num_unary(lax_fn, name):
         if x.dtype == dtypes.bool_:
             raise TypeError(f"{name}: not defined for boolean input")
         return lax_fn(x)
-    op.__name__ = name
-    op.__doc__ = f"Elementwise ``{name}``: ``fnp.{name}(x)``."
-    return op
+    return _named(op, name, f"Elementwise ``{name}``: ``fnp.{name}(x)``.")
 
 
 negative, absolute, sign = (_num_unary(f, n) for f, n in (
@@ -231,24 +214,24 @@ def positive(x, /):
     return asarray_like(x)
 
 
-def _rounding(lax_fn, name):
+def _if_float(on_float, name: str, doc: str, other=None):
+    """``on_float(x)`` for floating-point ``x``; otherwise ``x`` itself, or all ``other`` (a bool) in x's shape."""
     def op(x, /):
         x = asarray_like(x)
-        return lax_fn(x) if dtypes.is_float(x.dtype) else x
-    op.__name__ = name
-    op.__doc__ = f"Elementwise ``{name}``; integers are returned unchanged: ``fnp.{name}(x)``."
-    return op
+        if dtypes.is_float(x.dtype):
+            return on_float(x)
+        return x if other is None else lax.full(x.shape, other, dtypes.bool_)
+    return _named(op, name, doc)
 
 
-floor, ceil = _rounding(lax.floor, "floor"), _rounding(lax.ceil, "ceil")
-
-
-def trunc(x, /):
-    """Round toward zero."""
-    x = asarray_like(x)
-    if not dtypes.is_float(x.dtype):
-        return x
-    return lax.select(lax.lt(x, _zero(x)), lax.ceil(x), lax.floor(x))
+floor, ceil = (_if_float(f, n, f"Elementwise ``{n}``; integers are returned unchanged: ``fnp.{n}(x)``.")
+               for f, n in ((lax.floor, "floor"), (lax.ceil, "ceil")))
+trunc = _if_float(lambda x: lax.select(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x)), "trunc",
+                  "Round toward zero.")
+isfinite = _if_float(lax.is_finite, "isfinite", "Elementwise finiteness test (always True for integers).", True)
+isnan = _if_float(lambda x: lax.ne(x, x), "isnan", "Elementwise NaN test.", False)
+isinf = _if_float(lambda x: lax.and_(lax.not_(lax.is_finite(x)), lax.eq(x, x)), "isinf",
+                  "Elementwise test for +inf or -inf.", False)
 
 
 def round(x, /, decimals: int = 0):
@@ -265,60 +248,16 @@ def round(x, /, decimals: int = 0):
 around = round
 
 
-def _zero(x):
-    return lax.convert_element_type(asarray_like(0), x.dtype)
-
-
-def isfinite(x, /):
-    """Elementwise finiteness test (always True for integers)."""
-    x = asarray_like(x)
-    if not dtypes.is_float(x.dtype):
-        return _full_bool(x, True)
-    return lax.is_finite(x)
-
-
-def isnan(x, /):
-    """Elementwise NaN test."""
-    x = asarray_like(x)
-    if not dtypes.is_float(x.dtype):
-        return _full_bool(x, False)
-    return lax.ne(x, x)
-
-
-def isinf(x, /):
-    """Elementwise test for +inf or -inf."""
-    x = asarray_like(x)
-    if not dtypes.is_float(x.dtype):
-        return _full_bool(x, False)
-    return lax.and_(lax.not_(lax.is_finite(x)), lax.eq(x, x))
-
-
-def _full_bool(x, value: bool):
-    from flfun.primitives.shape import full
-    return full(x.shape, value, dtypes.bool_)
-
-
 def square(x, /):
     """Elementwise ``x * x``."""
     return lax.integer_pow(asarray_like(x), 2)
-
-
-def reciprocal(x, /):
-    """Elementwise ``1 / x``."""
-    x = to_float(x)
-    return lax.div(_one(x), x)
-
-
-def _one(x):
-    return lax.convert_element_type(asarray_like(1), x.dtype)
 
 
 def power(x1, x2, /):
     """Elementwise ``x1 ** x2``; a Python-int exponent uses repeated multiplication (``integer_pow``)."""
     if type(x2) is int and isinstance(x1, Array) and (x2 >= 0 or dtypes.is_float(x1.dtype)):
         return lax.integer_pow(x1, x2)
-    a, b = promote("power", x1, x2)
-    return lax.pow(a, b)
+    return lax.pow(*promote("power", x1, x2))
 
 
 pow = power
@@ -335,49 +274,29 @@ def remainder(x1, x2, /):
     r = lax.rem(a, b)
     if dtypes.is_unsigned(a.dtype):
         return r
-    z = _zero(r)
-    fix = lax.and_(lax.ne(r, z), lax.ne(lax.lt(r, z), lax.lt(b, z)))
-    return lax.select(fix, lax.add(r, b), r)
+    z = _const(r, 0)
+    return lax.select(lax.and_(lax.ne(r, z), lax.ne(lax.lt(r, z), lax.lt(b, z))), lax.add(r, b), r)
 
 
 mod = remainder
 
 
-def fmod(x1, x2, /):
-    """C-style remainder: the result has the sign of the dividend."""
-    return lax.rem(*promote("fmod", x1, x2))
-
-
 def floor_divide(x1, x2, /):
     """Elementwise ``floor(x1 / x2)``."""
     a, b = promote("floor_divide", x1, x2)
-    if dtypes.is_float(a.dtype):
-        return lax.floor(lax.div(a, b))
     q = lax.div(a, b)
+    if dtypes.is_float(a.dtype):
+        return lax.floor(q)
     if dtypes.is_unsigned(a.dtype):
         return q
-    z = _zero(a)
+    z = _const(a, 0)
     fix = lax.and_(lax.ne(lax.rem(a, b), z), lax.ne(lax.lt(a, z), lax.lt(b, z)))
-    return lax.select(fix, lax.sub(q, _one(q)), q)
+    return lax.select(fix, lax.sub(q, _const(q, 1)), q)
 
 
 def divmod(x1, x2, /):
     """``(floor_divide(x1, x2), remainder(x1, x2))``."""
     return floor_divide(x1, x2), remainder(x1, x2)
-
-
-def arctan2(x1, x2, /):
-    """Elementwise angle of the point ``(x2, x1)``."""
-    a, b = promote("arctan2", x1, x2, to_float=True)
-    return lax.atan2(a, b)
-
-
-atan2 = arctan2
-
-
-def nextafter(x1, x2, /):
-    """The next representable float after ``x1`` in the direction of ``x2``: ``fnp.nextafter(1.0, 2.0) > 1.0``."""
-    return lax.nextafter(*promote("nextafter", x1, x2, to_float=True))
 
 
 def hypot(x1, x2, /):
@@ -386,52 +305,12 @@ def hypot(x1, x2, /):
     return lax.sqrt(lax.add(lax.mul(a, a), lax.mul(b, b)))
 
 
-def log2(x, /):
-    """Base-2 logarithm."""
-    x = to_float(x)
-    return lax.div(lax.log(x), lax.convert_element_type(asarray_like(np.log(2.0)), x.dtype))
-
-
-def log10(x, /):
-    """Base-10 logarithm."""
-    x = to_float(x)
-    return lax.div(lax.log(x), lax.convert_element_type(asarray_like(np.log(10.0)), x.dtype))
-
-
-def exp2(x, /):
-    """``2 ** x``."""
-    x = to_float(x)
-    return lax.exp(lax.mul(x, lax.convert_element_type(asarray_like(np.log(2.0)), x.dtype)))
-
-
 def logaddexp(x1, x2, /):
     """``log(exp(x1) + exp(x2))`` without overflow."""
     a, b = promote("logaddexp", x1, x2, to_float=True)
     m = lax.max(a, b)
-    m_safe = lax.select(lax.is_finite(m), lax.stop_gradient(m), _zero(m))
+    m_safe = lax.select(lax.is_finite(m), lax.stop_gradient(m), _const(m, 0))
     return lax.add(m_safe, lax.log(lax.add(lax.exp(lax.sub(a, m_safe)), lax.exp(lax.sub(b, m_safe)))))
-
-
-def arcsinh(x, /):
-    """Inverse hyperbolic sine."""
-    x = to_float(x)
-    return lax.log(lax.add(x, lax.sqrt(lax.add(lax.mul(x, x), _one(x)))))
-
-
-def arccosh(x, /):
-    """Inverse hyperbolic cosine."""
-    x = to_float(x)
-    return lax.log(lax.add(x, lax.sqrt(lax.sub(lax.mul(x, x), _one(x)))))
-
-
-def arctanh(x, /):
-    """Inverse hyperbolic tangent."""
-    x = to_float(x)
-    half = lax.convert_element_type(asarray_like(0.5), x.dtype)
-    return lax.mul(half, lax.log(lax.div(lax.add(_one(x), x), lax.sub(_one(x), x))))
-
-
-asinh, acosh, atanh = arcsinh, arccosh, arctanh
 
 
 def copysign(x1, x2, /):
@@ -450,19 +329,16 @@ def signbit(x, /):
     """
     x = asarray_like(x)
     if dtypes.is_float(x.dtype):   # atan2(-0.0, -1) = -pi keeps a zero's sign, with no division by zero
-        return lax.lt(lax.atan2(x, lax.neg(_one(x))), _zero(x))
-    return lax.lt(x, _zero(x))
+        return lax.lt(lax.atan2(x, lax.neg(_const(x, 1))), _const(x, 0))
+    return lax.lt(x, _const(x, 0))
 
 
 def clip(x, /, min=None, max=None):
     """Limit values to ``[min, max]`` (either may be None): ``fnp.clip(x, 0.0, 1.0)``."""
     x = asarray_like(x)
-    if min is not None:
-        x, lo = promote("clip", x, min)
-        x = lax.max(x, lo)
-    if max is not None:
-        x, hi = promote("clip", x, max)
-        x = lax.min(x, hi)
+    for bound, fn in ((min, lax.max), (max, lax.min)):
+        if bound is not None:
+            x = fn(*promote("clip", x, bound))
     return x
 
 
@@ -506,8 +382,8 @@ def nan_to_num(x, /, nan=0.0, posinf=None, neginf=None):
         return x
     info = np.finfo(x.dtype)
     x = where(isnan(x), nan, x)
-    x = where(lax.and_(isinf(x), lax.gt(x, _zero(x))), info.max if posinf is None else posinf, x)
-    return where(lax.and_(isinf(x), lax.lt(x, _zero(x))), info.min if neginf is None else neginf, x)
+    x = where(lax.and_(isinf(x), lax.gt(x, _const(x, 0))), info.max if posinf is None else posinf, x)
+    return where(lax.and_(isinf(x), lax.lt(x, _const(x, 0))), info.min if neginf is None else neginf, x)
 
 
 del builtins, _prims
