@@ -12,6 +12,7 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.core import ConcretizationError, Tracer, short
 from flfun.numpy._creation import _leaves, asarray
+from flfun.numpy._manipulation import _arr
 from flfun.primitives import elementwise as E, shape as S
 from flfun.primitives.common import broadcast_to_shape
 from flfun.primitives.indexing import gather, scatter
@@ -23,10 +24,6 @@ __all__ = ["getitem", "IndexUpdateHelper", "take", "take_along_axis", "put_along
 _INDEX_HELP = ("only integers, slices (`:`), ellipsis (`...`), None (newaxis) and integer or boolean arrays "
                "are valid indices")
 _MODES = (None, "clip", "fill", "promise_in_bounds")
-
-
-def _arr(x):
-    return x if isinstance(x, Array) else asarray(x)
 
 
 # ------------------------------------------------------------------------------------------------ index parsing

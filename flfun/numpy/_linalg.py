@@ -111,22 +111,22 @@ def dot(a, b, /) -> Array:
     return _dot("dot", a, b, lambda b: 0 if b.ndim == 1 else b.ndim - 2)
 
 
-def _dot(op, a, b, b_axis):
-    """Contract the last axis of ``a`` with axis ``b_axis(b)`` of ``b`` (scalars multiply)."""
+def _dot(op, a, b, b_axis, flat: bool = False):
+    """Contract the last axis of ``a`` with axis ``b_axis(b)`` of ``b`` (scalars multiply); with ``flat`` both
+    are flattened first, and ``b_axis=None`` contracts nothing (an outer product)."""
     a, b = _operands(op, a, b)
-    if a.ndim == 0 or b.ndim == 0:
+    if flat:
+        a, b = lax_shape.reshape(a, (a.size,)), lax_shape.reshape(b, (b.size,))
+    elif a.ndim == 0 or b.ndim == 0:
         return lax.mul(a, b)
-    ca, cb = a.ndim - 1, b_axis(b)
-    _check_contract(op, a, b, (ca,), (cb,))
-    return dot_general(a, b, (((ca,), (cb,)), ((), ())))
+    ca, cb = ((), ()) if b_axis is None else ((a.ndim - 1,), (b_axis(b),))
+    _check_contract(op, a, b, ca, cb)
+    return dot_general(a, b, ((ca, cb), ((), ())))
 
 
 def vdot(a, b, /) -> Array:
     """Dot product of the flattened operands: ``fnp.vdot(fnp.ones((2, 2)), fnp.ones(4)) == 4``."""
-    a, b = _operands("vdot", a, b)
-    a, b = lax_shape.reshape(a, (a.size,)), lax_shape.reshape(b, (b.size,))
-    _check_contract("vdot", a, b, (0,), (0,))
-    return dot_general(a, b, (((0,), (0,)), ((), ())))
+    return _dot("vdot", a, b, lambda b: 0, flat=True)
 
 
 def inner(a, b, /) -> Array:
@@ -142,9 +142,7 @@ def inner(a, b, /) -> Array:
 
 def outer(a, b, /) -> Array:
     """Outer product of the flattened operands: ``fnp.outer(fnp.ones(2), fnp.ones(3)).shape == (2, 3)``."""
-    a, b = _operands("outer", a, b)
-    a, b = lax_shape.reshape(a, (a.size,)), lax_shape.reshape(b, (b.size,))
-    return dot_general(a, b, (((), ()), ((), ())))
+    return _dot("outer", a, b, None, flat=True)
 
 
 def tensordot(a, b, /, axes=2) -> Array:

@@ -396,7 +396,9 @@ def _isnan(x):
 
 
 def _fill_nan(x, value):
-    return lax.select(_isnan(x), lax_shape.full(x.shape, value, x.dtype), x)
+    """``x`` (as an array) with NaN replaced by ``value`` (non-float arrays as they are)."""
+    x = asarray_like(x)
+    return lax.select(_isnan(x), lax_shape.full(x.shape, value, x.dtype), x) if dtypes.is_float(x.dtype) else x
 
 
 def nansum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
@@ -407,14 +409,12 @@ def nansum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
         >>> fnp.nansum(fnp.asarray([1., fnp.nan, 2.])).tolist()
         3.0
     """
-    x = asarray_like(x)
-    return sum(_fill_nan(x, 0) if dtypes.is_float(x.dtype) else x, axis=axis, dtype=dtype, keepdims=keepdims)
+    return sum(_fill_nan(x, 0), axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def nanprod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
     """:func:`prod` treating NaN as one: ``fnp.nanprod(fnp.asarray([2., fnp.nan, 3.])) == 6``."""
-    x = asarray_like(x)
-    return prod(_fill_nan(x, 1) if dtypes.is_float(x.dtype) else x, axis=axis, dtype=dtype, keepdims=keepdims)
+    return prod(_fill_nan(x, 1), axis=axis, dtype=dtype, keepdims=keepdims)
 
 
 def nanmean(x, /, *, axis=None, keepdims: bool = False) -> Array:

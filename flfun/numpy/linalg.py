@@ -108,12 +108,9 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
         raise ValueError(f"vector_norm: ord must be a number, inf or -inf, got {ord!r}")
     if ord == 2:
         out = lax.sqrt(lax_reduce.reduce_sum(lax.mul(x, x), axes))
-    elif ord == 1:
-        out = lax_reduce.reduce_sum(lax.abs(x), axes)
-    elif ord == math.inf:
-        out = lax_reduce.reduce_max(lax.abs(x), axes)
-    elif ord == -math.inf:
-        out = lax_reduce.reduce_min(lax.abs(x), axes)
+    elif ord in (1, math.inf, -math.inf):
+        out = {1: lax_reduce.reduce_sum, math.inf: lax_reduce.reduce_max, -math.inf: lax_reduce.reduce_min}[ord](
+            lax.abs(x), axes)
     elif ord == 0:
         nonzero = lax.convert_element_type(lax.ne(x, lax_shape.full((), 0, x.dtype)), x.dtype)
         out = lax_reduce.reduce_sum(nonzero, axes)
