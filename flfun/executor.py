@@ -7,6 +7,7 @@ shape logic. Program outputs never alias the arena, the inputs, the constants or
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 import time
@@ -20,24 +21,16 @@ from flfun.core import Primitive, missing_rule
 from flfun.ir import Eqn, Literal, Program, Var
 from flfun.memory.planner import MemoryPlan, plan_program
 
-_OUT_CACHE: dict[int, tuple[Any, bool]] = {}
-
-
+@functools.lru_cache(maxsize=None)
 def accepts_out(impl: Callable) -> bool:
     """Whether ``impl`` can write its result into an ``out=`` buffer: single-output ufuncs (numpy's or cupy's)
     and functions that declare an ``out`` parameter."""
-    hit = _OUT_CACHE.get(id(impl))
-    if hit is not None and hit[0] is impl:
-        return hit[1]
     if isinstance(impl, np.ufunc) or type(impl).__name__ == "ufunc":
-        ok = getattr(impl, "nout", 1) == 1
-    else:
-        try:
-            ok = "out" in inspect.signature(impl).parameters
-        except (TypeError, ValueError):
-            ok = False
-    _OUT_CACHE[id(impl)] = (impl, ok)
-    return ok
+        return getattr(impl, "nout", 1) == 1
+    try:
+        return "out" in inspect.signature(impl).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def impl_for(prim: Primitive, backend: str) -> Callable:
@@ -53,11 +46,10 @@ def writes_out(backend: str) -> Callable[[Eqn], bool]:
 
 
 def _raw(c, device):
-    if isinstance(c, Array):
-        v = c._value
-        return v if c._device is device or device is None else device.put(np.asarray(c))
     if isinstance(c, Literal):
         return c.val
+    if isinstance(c, Array) and (c._device is device or device is None):
+        return c._value
     return np.asarray(c) if device is None else device.put(np.asarray(c))
 
 
@@ -93,9 +85,9 @@ class Executable:
     def __init__(self, program: Program, consts: list, device, plan: MemoryPlan | None = None,
                  donated: tuple = ()):
         self.program, self.device, self.plan, self.donated = program, device, plan, tuple(donated)
-        backend = device.backend if device is not None else "numpy"
+        self.backend = device.backend if device is not None else "numpy"
         plan, self._block, self.arena = setup_arena(self, program, device, plan, donated)
-        self.source, names = _generate(program, plan, backend, consts, device, self.arena)
+        self.source, names = _generate(program, plan, self.backend, consts, device, self.arena)
         self._run = load(self.source, names, f"<flfun.jit {id(self):x}>")
         self._lock = threading.Lock()
         self._fallback: Executable | None = None
@@ -106,8 +98,7 @@ class Executable:
         of the same generated code (one ``clock()`` call around each equation; ``time.process_time`` is steadier
         on a busy machine)."""
         source, names = _generate(self.program, self.plan or plan_program(self.program, lambda e: False),
-                                  self.device.backend if self.device is not None else "numpy", self._consts,
-                                  self.device, self.arena, timed=clock)
+                                  self.backend, self._consts, self.device, self.arena, timed=clock)
         run, times = load(source, names, "<flfun.jit profile>"), names["_times"]
         runs = []
         for _ in range(repeat):
@@ -144,11 +135,7 @@ class CodeGen:
         self.var_names = {v.id: f"a{i}" for i, v in enumerate(program.invars)}
         for v, c in zip(program.constvars, consts):
             self.var_names[v.id] = self.bound("k", _raw(c, device))
-        self.last = {}
-        for i, e in enumerate(program.eqns):
-            for v in e.inputs:
-                if type(v) is Var:
-                    self.last[v.id] = i
+        self.last = {v.id: i for i, e in enumerate(program.eqns) for v in e.inputs if type(v) is Var}
         self.outset = {v.id for v in program.outvars if type(v) is Var}
 
     def bound(self, prefix: str, value) -> str:
@@ -175,10 +162,7 @@ class CodeGen:
     def target(self, v) -> str | None:
         """The buffer the planner gave ``v`` to be written with ``out=`` (an arena view or a donated input)."""
         rs = self.var_roots.get(v.id, ())
-        if len(rs) != 1:
-            return None
-        r = self.roots[next(iter(rs))]
-        if v.id not in r.exact:
+        if len(rs) != 1 or v.id not in (r := self.roots[next(iter(rs))]).exact:
             return None
         if r.kind == "arena":
             if r.id not in self.views:
@@ -216,21 +200,18 @@ class CodeGen:
             if type(v) is Literal:
                 lines.append(f"{name} = {atom(v) if literal is None else literal(v)}")
                 continue
-            rs = var_roots[v.id]
-            risky = []
-            for r in sorted(rs):
+            rs, risky, exact = var_roots[v.id], [], False
+            for r in sorted(rs):        # the buffers v may share: an earlier output's, the arena, an input, a const
                 root = roots[r]
-                if r in claimed:
-                    risky.append(claimed[r])
+                shared = [claimed[r]] if r in claimed else []
                 if root.kind == "arena":
-                    risky.append(self.bound("A", self.arena))
+                    shared.append(self.bound("A", self.arena))
                 elif root.kind == "input" and not root.donated:
-                    risky.append(f"a{root.index}")
+                    shared.append(f"a{root.index}")
                 elif root.kind == "const":
-                    risky.append(atom(self.program.constvars[root.index]))
-            exact = any(v.id in roots[r].exact and (roots[r].kind in ("arena", "const") or r in claimed or
-                                                    (roots[r].kind == "input" and not roots[r].donated))
-                        for r in rs)
+                    shared.append(atom(self.program.constvars[root.index]))
+                risky += shared
+                exact = exact or bool(shared) and v.id in root.exact
             src = atom(v)
             if exact:
                 lines.append(f"{name} = {src}.copy()")
@@ -266,11 +247,8 @@ def _generate(program: Program, plan: MemoryPlan, backend: str, consts: list, de
         target = g.target(e.outputs[0]) if len(e.outputs) == 1 else None
         if target is not None:           # a ufunc takes out= positionally (a little faster)
             args.append(target if isinstance(fn, np.ufunc) and not e.params else f"out={target}")
-        if timed:
-            body.append("_t = _clock()")
-        body.append(f"{lhs} = {impl}({', '.join(args)})")
-        if timed:
-            body.append("_times.append(_clock() - _t)")
+        call = f"{lhs} = {impl}({', '.join(args)})"
+        body += ["_t = _clock()", call, "_times.append(_clock() - _t)"] if timed else [call]
         body += g.dead(e, i)
     body += g.outputs()
     return g.source(body), g.names

@@ -126,12 +126,12 @@ def pretty(p: Program) -> str:
             names[v.id] = next(gen)
         return names[v.id]
 
-    def decl(v):
-        return f"{name(v)}:{v.aval.str_short()}"
+    def decl(vs):
+        return " ".join(f"{name(v)}:{v.aval.str_short()}" for v in vs)
 
-    lines = [f"{{ lambda {' '.join(map(decl, p.constvars))}; {' '.join(map(decl, p.invars))}. let"]
+    lines = [f"{{ lambda {decl(p.constvars)}; {decl(p.invars)}. let"]
     for e in p.eqns:
-        outs = " ".join(decl(v) for v in e.outputs)
+        outs = decl(e.outputs)
         params = ", ".join(f"{k}={_fmt_param(v)}" for k, v in sorted(e.params.items()))
         params = f"[{params}]" if params else ""
         lines.append(f"    {outs} = {e.prim.name}{params} {' '.join(name(v) for v in e.inputs)}")
@@ -149,10 +149,7 @@ def eval_program(program: Program, consts, args) -> list:
 
     for e in program.eqns:
         outs = bind(e.prim, *[read(v) for v in e.inputs], **e.params)
-        if not e.prim.multiple_results:
-            outs = [outs]
-        for v, x in zip(e.outputs, outs):
-            env[v.id] = x
+        env.update((v.id, x) for v, x in zip(e.outputs, outs if e.prim.multiple_results else [outs]))
     return [read(v) for v in program.outvars]
 
 

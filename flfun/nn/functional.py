@@ -7,6 +7,9 @@ import operator
 
 from flfun import dtypes
 from flfun.array import Array
+from flfun.numpy import asarray
+from flfun.numpy import add, divide, logaddexp, multiply, sqrt, square, subtract
+from flfun.numpy import mean as _mean
 from flfun.numpy._promote import asarray_like, to_float
 from flfun.primitives import elementwise as lax
 from flfun.primitives import reduce as lax_reduce
@@ -23,12 +26,7 @@ def _c(x, value):
 
 
 def _float(x) -> Array:
-    return to_float(x if isinstance(x, Array) else _asarray(x))
-
-
-def _asarray(x):
-    from flfun.numpy import asarray
-    return asarray(x)
+    return to_float(x if isinstance(x, Array) else asarray(x))
 
 
 # ------------------------------------------------------------------------------------------------ activations
@@ -108,7 +106,6 @@ def softplus(x) -> Array:
         >>> round(softplus(fnp.asarray(0.0)).item(), 4)
         0.6931
     """
-    from flfun.numpy import logaddexp
     x = _float(x)
     return logaddexp(x, _c(x, 0))
 
@@ -153,10 +150,6 @@ def leaky_relu(x, negative_slope: float = 0.01) -> Array:
 
 
 # ------------------------------------------------------------------------------------- softmax and logsumexp
-def _axes(x, axis, op):
-    return canonical_axes(axis, x.ndim, op)
-
-
 def _keep(x, out, axes):
     """Reinsert the reduced ``axes`` of ``x`` as length-one axes of ``out``."""
     return lax_shape.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
@@ -167,13 +160,15 @@ def _bcast(x, y):
     return lax_shape.broadcast_in_dim(y, x.shape, tuple(range(x.ndim))) if y.shape != x.shape else y
 
 
-def _shifted(x, axes):
-    """``x - max(x)`` over ``axes`` with the max as a constant (softmax is shift invariant, so gradients are
-    exact) and set to 0 where it is not finite (rows of -inf stay -inf instead of becoming NaN)."""
+def _shifted(x, axis, op: str):
+    """``(x, axes, x - max(x), max(x))`` for ``x`` as a float array, the max over ``axis`` taken as a constant
+    (softmax is shift invariant, so gradients are exact) and set to 0 where it is not finite (rows of -inf stay
+    -inf instead of becoming NaN)."""
+    x = _float(x)
+    axes = canonical_axes(axis, x.ndim, op)
     m = lax_reduce.reduce_max(lax.stop_gradient(x), axes)
-    m = lax.select(lax.is_finite(m), m, _c(m, 0))
-    m = _keep(x, m, axes)
-    return lax.sub(x, _bcast(x, m)), m
+    m = _keep(x, lax.select(lax.is_finite(m), m, _c(m, 0)), axes)
+    return x, axes, lax.sub(x, _bcast(x, m)), m
 
 
 def softmax(x, axis=-1) -> Array:
@@ -184,9 +179,8 @@ def softmax(x, axis=-1) -> Array:
         >>> softmax(fnp.asarray([0.0, 0.0])).tolist()
         [0.5, 0.5]
     """
-    x = _float(x)
-    axes = _axes(x, axis, "softmax")
-    e = lax.exp(_shifted(x, axes)[0])
+    x, axes, s, _ = _shifted(x, axis, "softmax")
+    e = lax.exp(s)
     return lax.div(e, _bcast(x, _keep(x, lax_reduce.reduce_sum(e, axes), axes)))
 
 
@@ -198,9 +192,7 @@ def log_softmax(x, axis=-1) -> Array:
         >>> log_softmax(fnp.asarray([0.0, 0.0])).tolist()   # [log 0.5, log 0.5]
         [-0.6931471824645996, -0.6931471824645996]
     """
-    x = _float(x)
-    axes = _axes(x, axis, "log_softmax")
-    s, _ = _shifted(x, axes)
+    x, axes, s, _ = _shifted(x, axis, "log_softmax")
     lse = lax.log(lax_reduce.reduce_sum(lax.exp(s), axes))
     return lax.sub(s, _bcast(x, _keep(x, lse, axes)))
 
@@ -213,12 +205,9 @@ def logsumexp(x, axis=None, keepdims: bool = False, b=None) -> Array:
         >>> logsumexp(fnp.asarray([1e4, 1e4])).item()   # 1e4 + log 2, no overflow
         10000.693359375
     """
-    x = _float(x)
-    axes = _axes(x, axis, "logsumexp")
-    s, m = _shifted(x, axes)
+    x, axes, s, m = _shifted(x, axis, "logsumexp")
     e = lax.exp(s)
     if b is not None:
-        from flfun.numpy import multiply
         e = multiply(e, b)
         if e.shape != x.shape:
             raise ValueError(f"logsumexp: b of shape {asarray_like(b).shape} must broadcast to x's {x.shape}")
@@ -234,11 +223,8 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5) -> 
         >>> standardize(fnp.asarray([1.0, 3.0])).tolist()   # about [-1.0, 1.0]
         [-0.9999950528144836, 0.9999950528144836]
     """
-    from flfun.numpy import mean as _mean, square, subtract, divide, sqrt, add
     x = _float(x)
-    if mean is None:
-        mean = _mean(x, axis=axis, keepdims=True)
-    centered = subtract(x, mean)
+    centered = subtract(x, _mean(x, axis=axis, keepdims=True) if mean is None else mean)
     if variance is None:
         variance = _mean(square(centered), axis=axis, keepdims=True)
     return divide(centered, sqrt(add(variance, epsilon)))
@@ -259,7 +245,7 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1) -> Array:
         raise ValueError(f"one_hot: num_classes must be a concrete int, got {num_classes!r}") from None
     if num_classes < 0:
         raise ValueError(f"one_hot: num_classes must be non-negative, got {num_classes}")
-    x = asarray_like(x) if isinstance(x, Array) else _asarray(x)
+    x = x if isinstance(x, Array) else asarray(x)
     if x.dtype == dtypes.bool_:
         x = lax.convert_element_type(x, dtypes.DEFAULT_INT)
     nd = x.ndim + 1

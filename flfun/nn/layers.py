@@ -167,6 +167,7 @@ class Conv2d(_Conv):
 
 
 def _pool(x, window, reducer, name: str, channels_last: bool):
+    window = tuple(int(w) for w in window)
     n, c = len(window), int(bool(channels_last))
     if x.ndim < n + c:
         raise ValueError(f"{name}: input of shape {tuple(x.shape)} has fewer than {n + c} dims")
@@ -194,9 +195,9 @@ def avg_pool(x, window: Sequence[int], channels_last: bool = False) -> Array:
         >>> avg_pool(fnp.ones((64, 24, 24, 64)), (2, 2), channels_last=True).shape
         (64, 12, 12, 64)
     """
-    window = tuple(int(w) for w in window)
-    size = float(np.prod(window))
-    return _pool(x, window, lambda v, axes: lax.reduce_sum(v, axes) / size, "avg_pool", channels_last)
+    def mean(v, axes):
+        return lax.reduce_sum(v, axes) / float(np.prod([v.shape[a] for a in axes]))
+    return _pool(x, window, mean, "avg_pool", channels_last)
 
 
 def max_pool(x, window: Sequence[int], channels_last: bool = False) -> Array:
@@ -208,29 +209,27 @@ def max_pool(x, window: Sequence[int], channels_last: bool = False) -> Array:
         >>> max_pool(fnp.ones((1, 3, 8, 8)), (2, 2)).shape
         (1, 3, 4, 4)
     """
-    return _pool(x, tuple(int(w) for w in window), lax.reduce_max, "max_pool", channels_last)
+    return _pool(x, window, lax.reduce_max, "max_pool", channels_last)
 
 
-class AvgPool2d(Module):
+class _Pool2d(Module):
+    window: tuple = static_field()
+
+    def __init__(self, window=2):
+        self.window = _tuple(window, 2, "window", type(self).__name__)
+
+    def __call__(self, x) -> Array:
+        return self.pool(x, self.window)
+
+
+class AvgPool2d(_Pool2d):
     """2-d average pooling, stride = window: ``AvgPool2d(2)(x)`` halves H and W."""
-    window: tuple = static_field()
-
-    def __init__(self, window=2):
-        self.window = _tuple(window, 2, "window", "AvgPool2d")
-
-    def __call__(self, x) -> Array:
-        return avg_pool(x, self.window)
+    pool = staticmethod(avg_pool)
 
 
-class MaxPool2d(Module):
+class MaxPool2d(_Pool2d):
     """2-d max pooling, stride = window: ``MaxPool2d(2)(x)`` halves H and W."""
-    window: tuple = static_field()
-
-    def __init__(self, window=2):
-        self.window = _tuple(window, 2, "window", "MaxPool2d")
-
-    def __call__(self, x) -> Array:
-        return max_pool(x, self.window)
+    pool = staticmethod(max_pool)
 
 
 class Flatten(Module):
@@ -439,10 +438,7 @@ class Sequential(Module):
         stochastic = [i for i, l in enumerate(self.layers) if getattr(l, "stochastic", False)]
         keys = dict(zip(stochastic, split_key(key, len(stochastic)))) if key is not None and stochastic else {}
         for i, layer in enumerate(self.layers):
-            if i in stochastic:
-                x = layer(x, key=keys.get(i), inference=inference)
-            else:
-                x = layer(x)
+            x = layer(x, key=keys.get(i), inference=inference) if i in stochastic else layer(x)
         return x
 
     def __getitem__(self, i):
@@ -482,24 +478,6 @@ class MLP(Module):
         return x if self.final_activation is None else self.final_activation(x)
 
 
-__all__ = [
-    "MLP",
-    "AvgPool2d",
-    "Conv1d",
-    "Conv2d",
-    "Dropout",
-    "Embedding",
-    "Flatten",
-    "Lambda",
-    "LayerNorm",
-    "Linear",
-    "MaxPool2d",
-    "MultiHeadAttention",
-    "RMSNorm",
-    "Sequential",
-    "avg_pool",
-    "causal_mask",
-    "dot_product_attention",
-    "max_pool",
-    "split_key",
-]
+__all__ = ["MLP", "AvgPool2d", "Conv1d", "Conv2d", "Dropout", "Embedding", "Flatten", "Lambda", "LayerNorm",
+           "Linear", "MaxPool2d", "MultiHeadAttention", "RMSNorm", "Sequential", "avg_pool", "causal_mask",
+           "dot_product_attention", "max_pool", "split_key"]
