@@ -118,8 +118,7 @@ class _Conv(Module):
         self.stride = _tuple(stride, n, "stride", name)
         self.padding = _padding(padding, n, name)
         self.dilation = _tuple(dilation, n, "dilation", name)
-        self.groups = int(groups)
-        self.channels_last = bool(channels_last)
+        self.groups, self.channels_last = int(groups), bool(channels_last)
 
     def __call__(self, x) -> Array:
         n, last = self.num_spatial, self.channels_last
@@ -262,13 +261,9 @@ class LayerNorm(Module):
     def __call__(self, x) -> Array:
         if self.weight is not None:
             _last_dim(x, self.weight.shape[0], "LayerNorm")
-        mean = fnp.mean(x, axis=-1, keepdims=True)
-        xc = x - mean
-        var = fnp.mean(xc * xc, axis=-1, keepdims=True)
-        y = xc * lax.rsqrt(var + self.eps)
-        if self.weight is not None:
-            y = y * self.weight + self.bias
-        return y
+        xc = x - fnp.mean(x, axis=-1, keepdims=True)
+        y = xc * lax.rsqrt(fnp.mean(xc * xc, axis=-1, keepdims=True) + self.eps)
+        return y if self.weight is None else y * self.weight + self.bias
 
 
 class RMSNorm(Module):
@@ -468,8 +463,7 @@ class MLP(Module):
         keys = split_key(key, len(sizes) - 1)
         self.layers = tuple(Linear(a, b, key=k, use_bias=use_bias, dtype=dtype)
                             for a, b, k in zip(sizes[:-1], sizes[1:], keys))
-        self.activation = activation
-        self.final_activation = final_activation
+        self.activation, self.final_activation = activation, final_activation
 
     def __call__(self, x) -> Array:
         for layer in self.layers[:-1]:
