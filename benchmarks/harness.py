@@ -211,3 +211,15 @@ def assert_check(name: str, got, expected, rtol: float = 2e-5, atol: float = 1e-
     got = [float(g) for g in got]
     if not np.allclose(got, expected, rtol=rtol, atol=atol):
         raise AssertionError(f"{name}: check values {got} differ from the expected {expected}")
+
+
+def suite_cli(main: Callable[[set, str], str], only: str, out: str) -> None:
+    """The command line of a suite script: ``--only W1,W2`` picks workloads, ``--out`` the markdown file written."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default=only)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), out))
+    args = ap.parse_args()
+    text = main(set(args.only.split(",")), args.out)
+    with open(args.out, "w") as f:
+        f.write(text)
+    print(text)

@@ -6,12 +6,11 @@ Run: ``python -m benchmarks.jit_suite`` (``--only W3,W7`` for a subset).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import time
 
-from benchmarks.harness import markdown_table, run_rows, run_workload
+from benchmarks.harness import markdown_table, run_rows, run_workload, suite_cli
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")   # the CPU workloads: JAX on the CPU even where a GPU exists
 
@@ -109,11 +108,4 @@ def main(only: set[str], out_path: str | None = None) -> str:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="W1,W2,W3,W4,W7")
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "JIT_RESULTS.md"))
-    args = ap.parse_args()
-    text = main(set(args.only.split(",")), args.out)
-    with open(args.out, "w") as f:
-        f.write(text)
-    print(text)
+    suite_cli(main, "W1,W2,W3,W4,W7", "JIT_RESULTS.md")

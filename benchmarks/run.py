@@ -6,10 +6,8 @@ Run: ``python -m benchmarks.run`` (``--only W1,W5`` for a subset).
 """
 from __future__ import annotations
 
-import argparse
-import os
-
 from benchmarks import jit_suite
+from benchmarks.harness import suite_cli
 
 
 def main(only: set[str], out_path: str) -> str:
@@ -24,11 +22,4 @@ def main(only: set[str], out_path: str) -> str:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7")
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "CPU_RESULTS.md"))
-    args = ap.parse_args()
-    text = main(set(args.only.split(",")), args.out)
-    with open(args.out, "w") as f:
-        f.write(text)
-    print(text)
+    suite_cli(main, "W1,W2,W3,W4,W5,W6,W7", "CPU_RESULTS.md")

@@ -13,14 +13,7 @@ import time
 
 import numpy as np
 
-from benchmarks.harness import (
-    assert_check,
-    markdown_table,
-    peer_main,
-    run_rows,
-    time_fn,
-    timing_dict,
-)
+from benchmarks.harness import assert_check, markdown_table, peer_main, run_rows, time_fn, timing_dict
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")   # the CPU workloads: JAX on the CPU even where a GPU exists
 

@@ -9,16 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import harness
-from benchmarks.harness import (
-    assert_check,
-    markdown_table,
-    medians,
-    peer_main,
-    run_rows,
-    time_fn,
-    time_model_steps,
-    timing_dict,
-)
+from benchmarks.harness import (assert_check, markdown_table, medians, peer_main, run_rows, time_fn,
+                                time_model_steps, timing_dict)
 
 T = 0.5
 CHECK = [2.93198, 4.46043, 7.47831]

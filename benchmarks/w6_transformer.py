@@ -11,15 +11,7 @@ import math
 import numpy as np
 
 from benchmarks import harness
-from benchmarks.harness import (
-    assert_check,
-    markdown_table,
-    peer_main,
-    run_rows,
-    time_fn,
-    time_model_steps,
-    timing_dict,
-)
+from benchmarks.harness import assert_check, markdown_table, peer_main, run_rows, time_fn, time_model_steps, timing_dict
 
 T = 0.5
 CHECK = [4.59682, 4.5259, 4.4662]
