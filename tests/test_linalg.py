@@ -505,3 +505,10 @@ def test_decomposition_extras():
     check_grads(lambda a: LA.slogdet(a).logabsdet, (spd,), order=2)
     check_grads(lambda a: LA.cholesky(a + fnp.matrix_transpose(a)), (spd,), order=2, atol=1e-3)
     check_grads(lambda a: LA.svdvals(a), (x[0],), order=2, atol=1e-3)
+
+
+def test_decomposition_failures_name_the_operation():
+    with pytest.raises(np.linalg.LinAlgError, match=r"solve: Singular matrix \(input f32\[2,2\]"):
+        fnp.linalg.solve(fnp.zeros((2, 2)), fnp.ones(2))
+    with pytest.raises(np.linalg.LinAlgError, match=r"cholesky: .*positive definite \(input f32\[2,2\]\)"):
+        fnp.linalg.cholesky(-fnp.eye(2))
