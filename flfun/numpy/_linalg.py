@@ -6,6 +6,7 @@ dimensions become free dimensions of the contraction instead of being materialis
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import string
 from collections.abc import Sequence
@@ -72,31 +73,17 @@ def matmul(x1, x2, /) -> Array:
     _check_contract("matmul", a, b, (ca,), (cb,))
     ba, bb = a.shape[:-2], b.shape[:-2]
     nb = max(len(ba), len(bb))
-    oa, ob = nb - len(ba), nb - len(bb)
-    batch, a_only, b_only, drop_a, drop_b = [], [], [], [], []
-    for i in range(nb):
-        da = ba[i - oa] if i >= oa else None
-        db = bb[i - ob] if i >= ob else None
-        if da is not None and da == db:
-            batch.append(i)
-        elif da is not None and (db is None or db == 1):
-            a_only.append(i)
-            drop_b += [i - ob] if db == 1 else []
-        elif db is not None and (da is None or da == 1):
-            b_only.append(i)
-            drop_a += [i - oa] if da == 1 else []
-        else:
-            raise TypeError(f"matmul: batch dimensions do not broadcast: {short(a)} and {short(b)}")
-    a, b = _drop_axes(a, drop_a), _drop_axes(b, drop_b)
-    ia = {i: i - oa - sum(d < i - oa for d in drop_a) for i in range(oa, nb) if i - oa not in drop_a}
-    ib = {i: i - ob - sum(d < i - ob for d in drop_b) for i in range(ob, nb) if i - ob not in drop_b}
-    ca, cb = a.ndim - 1, (0 if b.ndim == 1 else b.ndim - 2)
-    dn = (((ca,), (cb,)), (tuple(ia[i] for i in batch), tuple(ib[i] for i in batch)))
-    out = dot_general(a, b, dn)
-    got = batch + a_only + (["m"] if a.ndim - len(ia) >= 2 else []) + b_only + (["n"] if b.ndim > 1 else [])
-    want = list(range(nb)) + [lab for lab in ("m", "n") if lab in got]
-    perm = tuple(got.index(lab) for lab in want)
-    return lax_shape.transpose(out, perm)
+    pa, pb = (None,) * (nb - len(ba)) + ba, (None,) * (nb - len(bb)) + bb
+    if any(None not in (da, db) and da != db and 1 not in (da, db) for da, db in zip(pa, pb)):
+        raise TypeError(f"matmul: batch dimensions do not broadcast: {short(a)} and {short(b)}")
+    # size-1 batch dims facing a larger one are dropped; the rest are batch or free dims of one dot_general
+    la = [i for i in range(nb - len(ba), nb)] + (["m"] if a.ndim > 1 else []) + ["k"]
+    lb = [i for i in range(nb - len(bb), nb)] + ["k"] + (["n"] if b.ndim > 1 else [])
+    drop_a = [j for j, i in enumerate(la[:len(ba)]) if pa[i] == 1 and pb[i] not in (None, 1)]
+    drop_b = [j for j, i in enumerate(lb[:len(bb)]) if pb[i] == 1 and pa[i] not in (None, 1)]
+    la, lb = [c for j, c in enumerate(la) if j not in drop_a], [c for j, c in enumerate(lb) if j not in drop_b]
+    out, lab = _contract_pair(_drop_axes(a, drop_a), la, _drop_axes(b, drop_b), lb, set(range(nb)) | {"m", "n"})
+    return lax_shape.transpose(out, tuple(lab.index(c) for c in [*range(nb), "m", "n"] if c in lab))
 
 
 def dot(a, b, /) -> Array:
@@ -169,8 +156,7 @@ def tensordot(a, b, /, axes=2) -> Array:
             xa, xb = axes
         except (TypeError, ValueError):
             raise ValueError(f"tensordot: axes must be an int or a pair of axis sequences, got {axes!r}") from None
-        xa = (xa,) if isinstance(xa, (int, np.integer)) else tuple(xa)
-        xb = (xb,) if isinstance(xb, (int, np.integer)) else tuple(xb)
+        xa, xb = ((v,) if isinstance(v, (int, np.integer)) else tuple(v) for v in (xa, xb))
         if len(xa) != len(xb):
             raise ValueError(f"tensordot: axes must name as many axes of each operand, got {axes!r}")
         ca = tuple(canonical_axis(i, a.ndim, "tensordot") for i in xa)
@@ -297,10 +283,7 @@ def _parse_einsum(subscripts: str, ranks: list[int]) -> tuple[list[list[str]], l
             if out_labels.count(c) > 1 or c not in seen:
                 raise ValueError(f"einsum: output label {c!r} in {subscripts!r} is repeated or not an input label")
     else:
-        counts = {}
-        for spec in labels:
-            for c in spec:
-                counts[c] = counts.get(c, 0) + 1
+        counts = collections.Counter(c for spec in labels for c in spec)
         out_labels = ell_pool[:m] + sorted(c for c, n in counts.items() if n == 1 and c not in ell_pool)
     return labels, out_labels
 
