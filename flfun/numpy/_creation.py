@@ -150,12 +150,15 @@ def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
 
 
 # --------------------------------------------------------------------------------------------------- filled
-def _shape(shape, op: str) -> tuple[int, ...]:
+def _ints(v, op: str, what: str = "shape must be an int or a sequence of ints") -> tuple[int, ...]:
     try:
-        out = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else \
-            tuple(operator.index(d) for d in shape)
+        return (operator.index(v),) if not isinstance(v, (tuple, list)) else tuple(operator.index(d) for d in v)
     except TypeError:
-        raise TypeError(f"{op}: shape must be an int or a sequence of ints, got {shape!r}") from None
+        raise TypeError(f"{op}: {what}, got {v!r}") from None
+
+
+def _shape(shape, op: str) -> tuple[int, ...]:
+    out = _ints(shape, op)
     if any(d < 0 for d in out):
         raise ValueError(f"{op}: negative dimensions are not allowed, got shape {out}")
     return out
@@ -447,13 +450,8 @@ def diag(v, /, k: int = 0) -> Array:
         return lax.select(_diag_mask(n, n, k, lax.eq), spread, lax_shape.full((), 0, v.dtype))
     if v.ndim != 2:
         raise ValueError(f"diag: v must be 1-D or 2-D, got {short(v)}")
-    m, n = v.shape
-    length = max(min(m, n - k) if k >= 0 else min(m + k, n), 0)
-    flat = lax_shape.reshape(v, (m * n,))
-    if length == 0:
-        return lax_shape.slice(flat, (0,), (0,))
-    start = k if k >= 0 else -k * n     # element (i, i + k) sits at flat index i * (n + 1) + k
-    return lax_shape.slice(flat, (start,), (start + (length - 1) * (n + 1) + 1,), (n + 1,))
+    from flfun.numpy._linalg import diagonal
+    return diagonal(v, k)
 
 
 def diagflat(v, /, k: int = 0) -> Array:

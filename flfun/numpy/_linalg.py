@@ -217,10 +217,8 @@ def _diagonal_last(x, offset: int = 0):
     r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
     length = max(0, min(n1 - r0, n2 - c0))
     r0, c0 = (r0, c0) if length else (0, 0)
-    lead = tuple(x.shape[:-2])
-    x = lax_shape.slice(x, (0,) * len(lead) + (r0, c0), lead + (r0 + length, c0 + length))
-    x = lax_shape.reshape(x, lead + (length * length,))
-    return lax_shape.slice(x, (0,) * (len(lead) + 1), lead + (length * length,), (1,) * len(lead) + (length + 1,))
+    x = lax_shape.slice(x, (0,) * (x.ndim - 2) + (r0, c0), tuple(x.shape[:-2]) + (r0 + length, c0 + length))
+    return _take_diagonals(x, [*range(x.ndim - 2), "d", "d"])[0]
 
 
 def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:

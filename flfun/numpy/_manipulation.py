@@ -13,7 +13,7 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import is_weak, short
-from flfun.numpy._creation import asarray
+from flfun.numpy._creation import _ints, asarray
 from flfun.numpy._promote import dtype_and_weak
 from flfun.primitives import elementwise as lax
 from flfun.primitives import shape as lax_shape
@@ -41,11 +41,7 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> Array:
         (2, 3)
     """
     x = _arr(x)
-    shape = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
-    try:
-        shape = tuple(operator.index(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"reshape: shape must be a sequence of ints, got {shape!r}") from None
+    shape = _ints(shape, "reshape", "shape must be a sequence of ints")
     n = prod(x.shape)
     unknown = [i for i, d in enumerate(shape) if d == -1]
     if len(unknown) > 1 or any(d < -1 for d in shape):
@@ -207,7 +203,7 @@ def broadcast_to(x, /, shape) -> Array:
         (2, 3)
     """
     x = _arr(x)
-    shape = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(map(operator.index, shape))
+    shape = _ints(shape, "broadcast_to")
     if not _broadcasts(x.shape, shape):
         raise ValueError(f"broadcast_to: cannot broadcast {short(x)} to shape {shape}")
     return broadcast_to_shape(x, shape)
@@ -381,8 +377,7 @@ def tile(x, repetitions, /) -> Array:
         [1, 2, 1, 2]
     """
     x = _arr(x)
-    reps = (repetitions,) if not isinstance(repetitions, (tuple, list)) else tuple(repetitions)
-    reps = tuple(operator.index(r) for r in reps)
+    reps = _ints(repetitions, "tile", "repetitions must be an int or a sequence of ints")
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: repetitions must be non-negative, got {reps}")
     nd = builtins.max(x.ndim, len(reps))
