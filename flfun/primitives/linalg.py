@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
-from flfun.primitives.common import check_kinds, is_undefined, is_zero, tangent_aval_of, Zero
+from flfun.primitives.common import batch_axes, check_kinds, guarded_jvp, is_undefined, is_zero
 
 
 def _argsort(xs: Sequence[int]) -> tuple[int, ...]:
@@ -22,9 +22,22 @@ def _remaining(n: int, *removed: Sequence[int]) -> list[int]:
     return [i for i in range(n) if i not in gone]
 
 
-def _add_terms(terms):
-    from flfun.primitives.elementwise import add
-    return terms[0] if len(terms) == 1 else add(*terms)
+def _bilinear(prim: Primitive, transpose_lhs, transpose_rhs) -> None:
+    """The jvp (one term per nonzero tangent) and transpose rules of a primitive bilinear in its two operands."""
+    def jvp(out, primals, tangents, **params):
+        from flfun.primitives.elementwise import add
+        (lhs, rhs), (tl, tr) = primals, tangents
+        terms = [prim.bind(a, b, **params) for a, b, t in ((tl, rhs, tl), (lhs, tr, tr)) if not is_zero(t)]
+        return terms[0] if len(terms) == 1 else add(*terms)
+
+    def transpose(ct, lhs, rhs, **params):
+        if is_undefined(lhs) and is_undefined(rhs):
+            raise TypeError(f"{prim.name}: transpose with both operands linear (the function is not linear)")
+        if is_undefined(lhs):
+            return [transpose_lhs(ct, lhs.aval, rhs, **params), None]
+        return [None, transpose_rhs(ct, lhs, rhs.aval, **params)]
+    prim.def_jvp(guarded_jvp(prim, jvp))
+    prim.def_transpose(transpose)
 
 
 # ------------------------------------------------------------------------------------------------- dot_general
@@ -58,19 +71,7 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, preferred_element
     return ShapedArray(shape, preferred_element_type)
 
 
-@dot_general_p.def_jvp
-def _dot_general_jvp(primals, tangents, *, dimension_numbers, preferred_element_type=None):
-    (lhs, rhs), (tl, tr) = primals, tangents
-    out = dot_general(lhs, rhs, dimension_numbers, preferred_element_type)
-    if not dtypes.is_float(out.dtype) or (is_zero(tl) and is_zero(tr)):
-        return out, Zero(tangent_aval_of(out))
-    terms = [dot_general(tl, rhs, dimension_numbers, preferred_element_type)] if not is_zero(tl) else []
-    if not is_zero(tr):
-        terms.append(dot_general(lhs, tr, dimension_numbers, preferred_element_type))
-    return out, _add_terms(terms)
-
-
-def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, swap_ans=False):
+def _dot_transpose_lhs(ct, x_aval, y, *, dimension_numbers, preferred_element_type=None, swap_ans=False):
     """Cotangent of the lhs ``x``: ``ct`` contracted with ``y`` over their free dims, permuted to x's layout."""
     from flfun.primitives.elementwise import convert_element_type
     from flfun.primitives.shape import transpose
@@ -86,14 +87,12 @@ def _dot_transpose_lhs(ct, x_aval, y, dimension_numbers, swap_ans=False):
     return transpose(dot_general(ct, y, dims), _argsort(list(xb) + x_kept + xc_by_y))
 
 
-@dot_general_p.def_transpose
-def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, preferred_element_type=None):
-    if is_undefined(lhs) and is_undefined(rhs):
-        raise TypeError("dot_general: transpose with both operands linear (the function is not linear)")
-    if is_undefined(lhs):
-        return [_dot_transpose_lhs(ct, lhs.aval, rhs, dimension_numbers), None]
+def _dot_transpose_rhs(ct, x, y_aval, *, dimension_numbers, preferred_element_type=None):
     (lc, rc), (lb, rb) = dimension_numbers
-    return [None, _dot_transpose_lhs(ct, rhs.aval, lhs, ((rc, lc), (rb, lb)), swap_ans=True)]
+    return _dot_transpose_lhs(ct, y_aval, x, dimension_numbers=((rc, lc), (rb, lb)), swap_ans=True)
+
+
+_bilinear(dot_general_p, _dot_transpose_lhs, _dot_transpose_rhs)
 
 
 @dot_general_p.def_batch
@@ -101,9 +100,7 @@ def _dot_general_batch(axis, args, dims, *, dimension_numbers, preferred_element
     # the mapped axis becomes a batch dim (both mapped) or a free dim (one mapped): no transposes, no broadcasts
     (lhs, rhs), (ld, rd) = args, dims
     (lc, rc), (lb, rb) = dimension_numbers
-
-    def shift(ds, bd):
-        return tuple(d + (d >= bd) for d in ds)
+    shift = lambda ds, bd: batch_axes(ds, bd)[0]  # noqa: E731
     if ld is not None and rd is not None:
         dn = ((shift(lc, ld), shift(rc, rd)), ((ld,) + shift(lb, ld), (rd,) + shift(rb, rd)))
         return dot_general(lhs, rhs, dn, preferred_element_type), 0
@@ -209,18 +206,6 @@ def _conv_general_dilated_abstract_eval(lhs, rhs, *, window_strides, padding, lh
     return ShapedArray(tuple(shape), lhs.dtype, is_weak(lhs) and is_weak(rhs))
 
 
-@conv_general_dilated_p.def_jvp
-def _conv_general_dilated_jvp(primals, tangents, **params):
-    (lhs, rhs), (tl, tr) = primals, tangents
-    out = conv_general_dilated_p.bind(lhs, rhs, **params)
-    if not dtypes.is_float(out.dtype) or (is_zero(tl) and is_zero(tr)):
-        return out, Zero(tangent_aval_of(out))
-    terms = [conv_general_dilated_p.bind(tl, rhs, **params)] if not is_zero(tl) else []
-    if not is_zero(tr):
-        terms.append(conv_general_dilated_p.bind(lhs, tr, **params))
-    return out, _add_terms(terms)
-
-
 def _reshape_axis_out_of(src: int, size1: int, x):
     from flfun.primitives.shape import reshape
     shape = list(x.shape)
@@ -236,6 +221,14 @@ def _reshape_axis_into(src: int, dst: int, x):
     shape = [x.shape[i] for i in range(len(x.shape)) if i != src]
     shape[dst] *= x.shape[src]
     return reshape(transpose(x, perm), shape)
+
+
+def _fold_grouped(x, src: int, dst: int, groups: int):
+    """Merge axis ``src`` into axis ``dst`` with ``groups`` kept outermost: (groups, src, rest)."""
+    if groups == 1:
+        return _reshape_axis_into(src, dst, x)
+    x = _reshape_axis_out_of(dst + (src <= dst), groups, x)
+    return _reshape_axis_into(dst, dst, _reshape_axis_into(src + (dst < src), dst + 1, x))
 
 
 def _spec_transpose(spec):
@@ -286,13 +279,7 @@ def _conv_transpose_rhs(ct, lhs, rhs_aval, *, window_strides, padding, lhs_dilat
         feature_group_count=B, batch_group_count=G)
 
 
-@conv_general_dilated_p.def_transpose
-def _conv_general_dilated_transpose(ct, lhs, rhs, **params):
-    if is_undefined(lhs) and is_undefined(rhs):
-        raise TypeError("conv_general_dilated: transpose with both operands linear (the function is not linear)")
-    if is_undefined(lhs):
-        return [_conv_transpose_lhs(ct, lhs.aval, rhs, **params), None]
-    return [None, _conv_transpose_rhs(ct, lhs, rhs.aval, **params)]
+_bilinear(conv_general_dilated_p, _conv_transpose_lhs, _conv_transpose_rhs)
 
 
 @conv_general_dilated_p.def_batch
@@ -303,31 +290,18 @@ def _conv_general_dilated_batch(axis, args, dims, **params):
     G, B = params["feature_group_count"], params["batch_group_count"]
     n = axis.size
     if ld is not None and rd is not None:
-        if B > 1:
-            lhs, params = _reshape_axis_into(ld, lspec[0], lhs), {**params, "batch_group_count": B * n}
-        else:
-            lhs, params = _reshape_axis_into(ld, lspec[1], lhs), {**params, "feature_group_count": G * n}
+        key, dst = ("batch_group_count", lspec[0]) if B > 1 else ("feature_group_count", lspec[1])
+        lhs, params = _reshape_axis_into(ld, dst, lhs), {**params, key: params[key] * n}
         out = conv_general_dilated_p.bind(lhs, _reshape_axis_into(rd, rspec[0], rhs), **params)
         return _reshape_axis_out_of(ospec[1], n, out), ospec[1]
     if ld is not None:
-        if B > 1:   # keep the batch groups outermost: (groups, mapped, rest)
-            lhs = _reshape_axis_out_of(lspec[0] + (ld <= lspec[0]), B, lhs)
-            lhs = _reshape_axis_into(ld + (lspec[0] < ld), lspec[0] + 1, lhs)
-            lhs = _reshape_axis_into(lspec[0], lspec[0], lhs)
-        else:
-            lhs = _reshape_axis_into(ld, lspec[0], lhs)
-        out = conv_general_dilated_p.bind(lhs, rhs, **params)
+        out = conv_general_dilated_p.bind(_fold_grouped(lhs, ld, lspec[0], B), rhs, **params)
         return _reshape_axis_out_of(ospec[0], n, out), ospec[0]
-    if G == 1 and B == 1:
-        out = conv_general_dilated_p.bind(lhs, _reshape_axis_into(rd, rspec[0], rhs), **params)
+    groups = max(G, B)
+    out = conv_general_dilated_p.bind(lhs, _fold_grouped(rhs, rd, rspec[0], groups), **params)
+    if groups == 1:
         return _reshape_axis_out_of(ospec[1], n, out), ospec[1]
-    groups = max(G, B)   # groups stay outermost in the out features: (groups, mapped, per-group)
-    rhs = _reshape_axis_out_of(rspec[0] + (rd <= rspec[0]), groups, rhs)
-    rhs = _reshape_axis_into(rd + (rspec[0] < rd), rspec[0] + 1, rhs)
-    rhs = _reshape_axis_into(rspec[0], rspec[0], rhs)
-    out = conv_general_dilated_p.bind(lhs, rhs, **params)
-    out = _reshape_axis_out_of(ospec[1], groups, out)
-    out = _reshape_axis_out_of(ospec[1] + 1, n, out)
+    out = _reshape_axis_out_of(ospec[1] + 1, n, _reshape_axis_out_of(ospec[1], groups, out))
     return _reshape_axis_into(ospec[1], ospec[1] + 1, out), ospec[1]
 
 
