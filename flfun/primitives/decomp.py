@@ -7,24 +7,8 @@ right-hand side (it transposes there). Impls are in ``flfun/backends/xp/decomp.p
 from __future__ import annotations
 
 from flfun.core import Primitive, ShapedArray, bind, short
-from flfun.primitives.common import (
-    Zero,
-    is_undefined,
-    is_zero,
-    jvp_rule,
-    moveaxis_to_front,
-    tangent_aval,
-)
-from flfun.primitives.elementwise import (
-    add,
-    convert_element_type,
-    div,
-    eq,
-    gt,
-    mul,
-    neg,
-    sub,
-)
+from flfun.primitives.common import Zero, is_undefined, is_zero, jvp_rule, moveaxis_to_front, tangent_aval
+from flfun.primitives.elementwise import add, convert_element_type, div, eq, gt, mul, neg, sub
 from flfun.primitives.linalg import dot_general
 from flfun.primitives.reduce import reduce_sum
 from flfun.primitives.shape import expand_dims, full, iota, transpose
@@ -112,14 +96,13 @@ def cholesky(x):
 eigh_p = _unary("eigh", True, lambda b, m, n: [b + (n,), b + (n, n)])
 
 
-@eigh_p.def_jvp
-def _eigh_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    w, v = eigh_p.bind(x)
+@jvp_rule(eigh_p, float_only=False)
+def _eigh_jvp(out, primals, tangents):
+    (w, v), (t,) = out, tangents
     t = mul(add(t, _T(t)), full((), 0.5, t.dtype))
     vtv = _mm(_T(v), _mm(t, v))
     f = _gaps_inv(_mask(w.shape[-1], w.dtype), sub(_row(w), _col(w)))     # 1 / (w_j - w_i)
-    return [w, v], [_diag(vtv), _mm(v, mul(f, vtv))]
+    return [_diag(vtv), _mm(v, mul(f, vtv))]
 
 
 def eigh(x):
@@ -132,10 +115,9 @@ def eigh(x):
 svd_p = _unary("svd", True, lambda b, m, n: [b + (m, min(m, n)), b + (min(m, n),), b + (min(m, n), n)])
 
 
-@svd_p.def_jvp
-def _svd_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    u, s, vh = svd_p.bind(x)
+@jvp_rule(svd_p, float_only=False)
+def _svd_jvp(out, primals, tangents):
+    (u, s, vh), (x,), (t,) = out, primals, tangents
     v, (m, n) = _T(vh), x.shape[-2:]
     ds = _mm(_T(u), _mm(t, v))
     sr, sc = _row(s), _col(s)
@@ -146,7 +128,7 @@ def _svd_jvp(primals, tangents):
         du = add(du, div(sub(_mm(t, v), _mm(u, ds)), sr))
     if n > m:
         dv = add(dv, div(sub(_mm(_T(t), u), _mm(v, _T(ds))), sr))
-    return [u, s, vh], [du, _diag(ds), _T(dv)]
+    return [du, _diag(ds), _T(dv)]
 
 
 def svd(x):
@@ -159,17 +141,16 @@ def svd(x):
 qr_p = _unary("qr", True, lambda b, m, n: [b + (m, min(m, n)), b + (min(m, n), n)])
 
 
-@qr_p.def_jvp
-def _qr_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    q, r = qr_p.bind(x)
+@jvp_rule(qr_p, float_only=False)
+def _qr_jvp(out, primals, tangents):
+    (q, r), (x,), (t,) = out, primals, tangents
     if x.shape[-2] < x.shape[-1]:
         raise NotImplementedError(f"qr: derivatives need at least as many rows as columns, got {short(x)}")
     t_rinv = _T(solve(_T(r), _T(t)))
     qt = _mm(_T(q), t_rinv)
     low = mul(qt, _mask(r.shape[-1], r.dtype, 1.0, 0.0))
     do = sub(low, _T(low))      # skew-symmetric
-    return [q, r], [add(_mm(q, sub(do, qt)), t_rinv), _mm(sub(qt, do), r)]
+    return [add(_mm(q, sub(do, qt)), t_rinv), _mm(sub(qt, do), r)]
 
 
 def qr(x):
@@ -181,11 +162,10 @@ def qr(x):
 slogdet_p = _unary("slogdet", True, lambda b, m, n: [b, b])
 
 
-@slogdet_p.def_jvp
-def _slogdet_jvp(primals, tangents):
+@jvp_rule(slogdet_p, float_only=False)
+def _slogdet_jvp(out, primals, tangents):
     (x,), (t,) = primals, tangents
-    sign, logdet = slogdet_p.bind(x)
-    return [sign, logdet], [Zero(tangent_aval(sign)), reduce_sum(_diag(solve(x, t)), (len(x.shape) - 2,))]
+    return [Zero(tangent_aval(out[0])), reduce_sum(_diag(solve(x, t)), (len(x.shape) - 2,))]
 
 
 def slogdet(x):
