@@ -154,24 +154,23 @@ def _layout(entries):
     return tokens
 
 
-def _adv_shape(entries) -> tuple[int, ...]:
+def _plan(shape, idx, mode):
+    """``idx`` parsed against ``shape``: (entries, layout tokens, broadcast shape of the advanced indices,
+    (label, size) per dim of ``x[idx]`` with labels ("A", k) / "N" / the slice entry, and the advanced index
+    components (array, axis size) with their axes)."""
+    entries = _parse(shape, idx, mode)
+    tokens = _layout(entries)
+    adv = [e for e in entries if e[0] == "adv"]
     try:
-        return tuple(np.broadcast_shapes(*[tuple(e[2].shape) for e in entries if e[0] == "adv"]))
+        adv_shape = tuple(np.broadcast_shapes(*[tuple(e[2].shape) for e in adv]))
     except ValueError:
-        shapes = ", ".join(str(tuple(e[2].shape)) for e in entries if e[0] == "adv")
         raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes "
-                         f"{shapes}") from None
-
-
-def _result_dims(tokens, adv_shape) -> list[tuple]:
-    """(label, size) per dim of ``x[idx]``: labels ("A", k) for advanced dims, "N", or the slice entry."""
-    out = []
+                         f"{', '.join(str(tuple(e[2].shape)) for e in adv)}") from None
+    dims = []
     for t in tokens:
-        if t == "A":
-            out += [(("A", k), d) for k, d in enumerate(adv_shape)]
-        else:
-            out.append((t, 1 if t == "N" else t[4]))
-    return out
+        dims += [(("A", k), d) for k, d in enumerate(adv_shape)] if t == "A" else [(t, 1 if t == "N" else t[4])]
+    return entries, tokens, adv_shape, dims, [(e[2], shape[e[1][0]]) for e in adv if e[1]], \
+        [e[1][0] for e in adv if e[1]]
 
 
 def _index_array(comps, shape):
@@ -223,7 +222,7 @@ def getitem(x, idx, mode: str | None = None, fill_value=None) -> Array:
         i = idx % shape[0]
         y = S.slice(x, (i,) + (0,) * (len(shape) - 1), (i + 1,) + tuple(shape[1:]))
         return S.reshape(y, tuple(shape[1:]))
-    entries = _parse(shape, idx, mode)
+    entries, tokens, adv_shape, dims, comps, adv_axes = _plan(shape, idx, mode)
     starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
     flips, int_dims = [], []
     for e in entries:
@@ -241,16 +240,10 @@ def getitem(x, idx, mode: str | None = None, fill_value=None) -> Array:
         y = S.slice(y, starts, limits, strides)
     kept = [d for d in range(x.ndim) if d not in int_dims]
     y = S.reshape(y, tuple(y.shape[d] for d in kept))
-    tokens = _layout(entries)
-    adv = [e for e in entries if e[0] == "adv"]
-    if not adv:
-        return S.reshape(y, tuple(1 if t == "N" else t[4] for t in tokens))
-    adv_shape = _adv_shape(entries)
-    comps = [(e[2], x.shape[e[1][0]]) for e in adv if e[1]]
-    axes = tuple(kept.index(e[1][0]) for e in adv if e[1])
-    out = gather(y, _index_array(comps, adv_shape), axes=axes, mode=_default_mode(comps, mode, "clip"),
-                 fill_value=fill_value)
-    dims = _result_dims(tokens, adv_shape)
+    if "A" not in tokens:
+        return S.reshape(y, tuple(d for _, d in dims))
+    out = gather(y, _index_array(comps, adv_shape), axes=tuple(kept.index(a) for a in adv_axes),
+                 mode=_default_mode(comps, mode, "clip"), fill_value=fill_value)
     slices = [t for t in tokens if t not in ("A", "N")]          # gather's carried dims, in order
     perm = [label[1] if label[0] == "A" else len(adv_shape) + slices.index(label)
             for label, _ in dims if label != "N"]
@@ -264,10 +257,7 @@ def _update(x, idx, values, op: str, mode, name: str) -> Array:
     if mode not in _MODES:
         raise ValueError(f"at[].{name}: mode must be one of {_MODES + ('drop',)}, got {mode!r}")
     x = _arr(x)
-    entries = _parse(x.shape, idx, mode)
-    tokens = _layout(entries)
-    adv_shape = _adv_shape(entries) if any(e[0] == "adv" for e in entries) else ()
-    dims = _result_dims(tokens, adv_shape)
+    entries, tokens, adv_shape, dims, comps, axes = _plan(x.shape, idx, mode)
     target = tuple(d for _, d in dims)
     v = _arr(values)
     if v.dtype != x.dtype:
@@ -279,35 +269,25 @@ def _update(x, idx, values, op: str, mode, name: str) -> Array:
         raise ValueError(f"at[].{name}: values of shape {tuple(v.shape)} cannot be broadcast to the indexed "
                          f"shape {target}")
     v = broadcast_to_shape(S.reshape(v, vshape), target)
-    # scatter takes values as (advanced dims, partial slices, whole dims); partial slices become index ranges
+    # scatter takes values as (partial slices, advanced dims, whole dims); partial slices become index ranges
     slices = [t for t in tokens if t not in ("A", "N")]
     partial = [t for t in slices if not (t[2] == 0 and t[3] == 1 and t[4] == x.shape[t[1]])]
     whole = [t for t in slices if t not in partial]
     labels = [label for label, _ in dims if label != "N"]
-    perm = [labels.index(label) for label in [("A", k) for k in range(len(adv_shape))] + partial + whole]
+    perm = [labels.index(label) for label in partial + [("A", k) for k in range(len(adv_shape))] + whole]
     v = S.transpose(S.reshape(v, tuple(d for label, d in dims if label != "N")), perm)
     if not partial and not any(e[0] in ("adv", "int") for e in entries):      # the whole array
         return v if op == "set" else {"add": E.add, "mul": E.mul, "min": E.min, "max": E.max}[op](x, v)
-    s, p = len(adv_shape), len(partial)
-    comps, axes = [], []
     for e in entries:
-        if e[0] == "adv" and e[1]:
-            c = e[2]
-            if isinstance(c, np.ndarray):
-                c = np.broadcast_to(c, adv_shape).reshape(adv_shape + (1,) * p)
-            else:
-                c = S.reshape(broadcast_to_shape(c, adv_shape), adv_shape + (1,) * p)
-            comps.append((c, x.shape[e[1][0]]))
-            axes.append(e[1][0])
-        elif e[0] == "int":
+        if e[0] == "int":
             comps.append((np.asarray(e[2]), x.shape[e[1]]))
             axes.append(e[1])
-        elif e in partial:
-            j = partial.index(e)
+        elif e in partial:     # its range, placed at its position among the partial dims
             r = e[2] + e[3] * np.arange(e[4])
-            comps.append((r.reshape((1,) * s + tuple(e[4] if i == j else 1 for i in range(p))), x.shape[e[1]]))
+            comps.append((r.reshape((-1,) + (1,) * (len(partial) - 1 - partial.index(e) + len(adv_shape))),
+                          x.shape[e[1]]))
             axes.append(e[1])
-    indices = _index_array(comps, adv_shape + tuple(t[4] for t in partial))
+    indices = _index_array(comps, tuple(t[4] for t in partial) + adv_shape)
     return scatter(x, indices, v, axes=tuple(axes), mode=_default_mode(comps, mode, "fill"), op=op)
 
 
