@@ -11,8 +11,7 @@ from __future__ import annotations
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, axis_main, bind, is_weak, short
 from flfun.primitives import elementwise as E, reduce as R, shape as S
-from flfun.primitives.common import Zero, is_zero, linear_jvp, moveaxis, moveaxis_to_front, not_mapped, \
-    tangent_aval_of, zero_jvp
+from flfun.primitives.common import guarded_jvp, linear_jvp, moveaxis, moveaxis_to_front, not_mapped, zero_jvp
 from flfun.tree import tree_map
 from flfun.util import canonical_axis, prod
 
@@ -107,22 +106,16 @@ def pmean(x, axis_name):
 
 
 # ---------------------------------------------------------------------------------------------------- pmax/pmin
-def _extreme_jvp(p: Primitive):
-    def rule(primals, tangents, *, axes):
-        (x,), (t,) = primals, tangents
-        out = p.bind(x, axes=axes)
-        if is_zero(t):
-            return out, Zero(tangent_aval_of(out))
-        # ties share the tangent evenly, as reduce_max does
-        hit = E.convert_element_type(E.eq(x, out), x.dtype)
-        return out, E.div(psum_p.bind(E.mul(t, hit), axes=axes), psum_p.bind(hit, axes=axes))
-    return rule
+def _extreme_jvp(out, primals, tangents, *, axes):
+    # ties share the tangent evenly, as reduce_max does
+    hit = E.convert_element_type(E.eq(primals[0], out), out.dtype)
+    return E.div(psum_p.bind(E.mul(tangents[0], hit), axes=axes), psum_p.bind(hit, axes=axes))
 
 
 pmax_p = _reduction("pmax", lambda x, d, size: x if d is not_mapped else R.reduce_max(x, (d,)))
 pmin_p = _reduction("pmin", lambda x, d, size: x if d is not_mapped else R.reduce_min(x, (d,)))
 for _p in (pmax_p, pmin_p):
-    _p.def_jvp(_extreme_jvp(_p))
+    _p.def_jvp(guarded_jvp(_p, _extreme_jvp, False))
 
 
 def pmax(x, axis_name):
