@@ -20,10 +20,16 @@ def _full_like(x, value):
     return S.full(aval.shape, value, aval.dtype)
 
 
+def _check_choice(prim: str, err: type, /, **chosen) -> None:
+    """``err('<op>: mode must be one of (...), got ...')`` for a ``mode`` / ``op`` not among its choices."""
+    for name, value in chosen.items():
+        if value not in (options := MODES if name == "mode" else SCATTER_OPS):
+            raise err(f"{prim}: {name} must be one of {options}, got {value!r}")
+
+
 def _gather_shape(op: str, operand, indices, axes, batch_dims, mode) -> tuple[int, ...]:
     """The shape gather returns (and scatter's updates must have), raising the clear errors."""
-    if mode not in MODES:
-        raise TypeError(f"{op}: mode must be one of {MODES}, got {mode!r}")
+    _check_choice(op, TypeError, mode=mode)
     if not dtypes.is_int(indices.dtype):
         raise TypeError(f"{op}: indices must be integers, got {short(indices)}")
     nd, bd = len(operand.shape), batch_dims
@@ -70,18 +76,12 @@ def _gather_transpose(ct, operand, indices, *, axes, batch_dims, mode, fill_valu
 @gather_p.def_batch
 def _gather_batch(axis, args, dims, *, axes, batch_dims, mode, fill_value):
     (operand, indices), (d_op, d_idx) = args, dims
-    bd, params = batch_dims, dict(mode=mode, fill_value=fill_value)
-    if d_idx is not_mapped:
-        # the mapped operand axis becomes the first carried dim, right after the batch dims
-        operand = moveaxis(operand, d_op, bd)
-        out = gather(operand, indices, axes=tuple(a + 1 for a in axes), batch_dims=bd, **params)
-        return out, len(indices.shape) - 1
-    if d_op is not_mapped:
-        # the mapped index axis becomes the first index dim, right after the batch dims
-        indices = moveaxis(indices, d_idx, bd)
-        return gather(operand, indices, axes=axes, batch_dims=bd, **params), bd
-    operand, indices = moveaxis(operand, d_op, 0), moveaxis(indices, d_idx, 0)
-    return gather(operand, indices, axes=tuple(a + 1 for a in axes), batch_dims=bd + 1, **params), 0
+    bd, shifted, kw = batch_dims, tuple(a + 1 for a in axes), dict(mode=mode, fill_value=fill_value)
+    if d_idx is not_mapped:     # the mapped operand axis becomes the first carried dim, after the batch dims
+        return gather(moveaxis(operand, d_op, bd), indices, axes=shifted, batch_dims=bd, **kw), len(indices.shape) - 1
+    if d_op is not_mapped:      # the mapped index axis becomes the first index dim, after the batch dims
+        return gather(operand, moveaxis(indices, d_idx, bd), axes=axes, batch_dims=bd, **kw), bd
+    return gather(moveaxis(operand, d_op, 0), moveaxis(indices, d_idx, 0), axes=shifted, batch_dims=bd + 1, **kw), 0
 
 
 def gather(operand, indices, *, axes, batch_dims: int = 0, mode: str = "clip", fill_value=None):
@@ -109,8 +109,7 @@ def gather(operand, indices, *, axes, batch_dims: int = 0, mode: str = "clip", f
         >>> lax.gather(x, fnp.asarray([[1], [3], [0]]), axes=(1,), batch_dims=1).tolist()  # x[b, idx[b]]
         [1.0, 7.0, 8.0]
     """
-    if mode not in MODES:
-        raise ValueError(f"gather: mode must be one of {MODES}, got {mode!r}")
+    _check_choice("gather", ValueError, mode=mode)
     return bind(gather_p, operand, indices, axes=tuple(int(a) for a in axes), batch_dims=int(batch_dims),
                 mode=mode, fill_value=fill_value)
 
@@ -122,8 +121,7 @@ scatter_p.inplace = (0,)
 
 @scatter_p.def_abstract_eval
 def _scatter_abstract_eval(operand, indices, updates, *, axes, batch_dims, mode, op):
-    if op not in SCATTER_OPS:
-        raise TypeError(f"scatter: op must be one of {SCATTER_OPS}, got {op!r}")
+    _check_choice("scatter", TypeError, op=op)
     shape = _gather_shape("scatter", operand, indices, axes, batch_dims, mode)
     if tuple(updates.shape) != shape or updates.dtype != operand.dtype:
         want = ShapedArray(shape, operand.dtype).str_short()
@@ -185,18 +183,13 @@ def _scatter_transpose(ct, operand, indices, updates, *, axes, batch_dims, mode,
 @scatter_p.def_batch
 def _scatter_batch(axis, args, dims, *, axes, batch_dims, mode, op):
     (operand, indices, updates), (d_op, d_idx, d_upd) = args, dims
-    bd, n = batch_dims, axis.size
-    shifted = tuple(a + 1 for a in axes)
+    bd, kw = batch_dims, dict(axes=tuple(a + 1 for a in axes), mode=mode, op=op)
+    operand, updates = moveaxis_to_front(operand, d_op, axis.size), moveaxis_to_front(updates, d_upd, axis.size)
     if d_idx is not_mapped:
         # the mapped axis becomes the first carried dim of operand (and so of updates)
-        n_index_dims = len(indices.shape) - 1 - bd
-        operand = moveaxis(moveaxis_to_front(operand, d_op, n), 0, bd)
-        updates = moveaxis(moveaxis_to_front(updates, d_upd, n), 0, bd + n_index_dims)
-        return scatter(operand, indices, updates, axes=shifted, batch_dims=bd, mode=mode, op=op), bd
-    operand = moveaxis_to_front(operand, d_op, n)
-    indices = moveaxis_to_front(indices, d_idx, n)
-    updates = moveaxis_to_front(updates, d_upd, n)
-    return scatter(operand, indices, updates, axes=shifted, batch_dims=bd + 1, mode=mode, op=op), 0
+        updates = moveaxis(updates, 0, len(indices.shape) - 1)
+        return scatter(moveaxis(operand, 0, bd), indices, updates, batch_dims=bd, **kw), bd
+    return scatter(operand, moveaxis(indices, d_idx, 0), updates, batch_dims=bd + 1, **kw), 0
 
 
 def scatter(operand, indices, updates, *, axes, batch_dims: int = 0, mode: str = "clip", op: str = "set"):
@@ -214,10 +207,7 @@ def scatter(operand, indices, updates, *, axes, batch_dims: int = 0, mode: str =
         >>> lax.scatter(x, fnp.asarray([[1], [1], [3]]), fnp.ones(3), axes=(0,), op="add").tolist()
         [0.0, 2.0, 0.0, 1.0]
     """
-    if mode not in MODES:
-        raise ValueError(f"scatter: mode must be one of {MODES}, got {mode!r}")
-    if op not in SCATTER_OPS:
-        raise ValueError(f"scatter: op must be one of {SCATTER_OPS}, got {op!r}")
+    _check_choice("scatter", ValueError, mode=mode, op=op)
     return bind(scatter_p, operand, indices, updates, axes=tuple(int(a) for a in axes),
                 batch_dims=int(batch_dims), mode=mode, op=op)
 
