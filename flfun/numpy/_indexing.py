@@ -328,25 +328,20 @@ class _IndexUpdateRef:
     def get(self, *, mode: str | None = None, fill_value=None) -> Array:
         return getitem(self.array, self.index, mode, fill_value)
 
-    def _op(op: str, name: str):
+    def _op(op: str, name: str, combine=None):
         def method(self, values, *, mode: str | None = None) -> Array:
-            return _update(self.array, self.index, values, op, mode, name)
+            if combine is None:
+                return _update(self.array, self.index, values, op, mode, name)
+            x = _arr(self.array)      # divide / power: combine x with the values, or 1 where not indexed
+            if name == "divide" and not dtypes.is_float(x.dtype):
+                raise TypeError(f"at[].divide: needs a floating-point array, got {short(x)}")
+            return combine(x, _update(S.full(x.shape, 1, x.dtype), self.index, values, op, mode, name))
         method.__name__ = name
         return method
 
     set, add, multiply, min, max = (_op("set", "set"), _op("add", "add"), _op("mul", "multiply"), _op("min", "min"),
                                     _op("max", "max"))
-    mul = multiply
-
-    def divide(self, values, *, mode: str | None = None) -> Array:
-        x = _arr(self.array)
-        if not dtypes.is_float(x.dtype):
-            raise TypeError(f"at[].divide: needs a floating-point array, got {short(x)}")
-        return E.div(x, _update(S.full(x.shape, 1, x.dtype), self.index, values, "mul", mode, "divide"))
-
-    def power(self, values, *, mode: str | None = None) -> Array:
-        x = _arr(self.array)
-        return E.pow(x, _update(S.full(x.shape, 1, x.dtype), self.index, values, "set", mode, "power"))
+    divide, power, mul = _op("mul", "divide", E.div), _op("set", "power", E.pow), multiply
 
     def __repr__(self):
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"

@@ -42,16 +42,12 @@ def reshape(x, /, shape, *, copy: bool | None = None) -> Array:
     """
     x = _arr(x)
     shape = _ints(shape, "reshape", "shape must be a sequence of ints")
-    n = prod(x.shape)
-    unknown = [i for i, d in enumerate(shape) if d == -1]
-    if len(unknown) > 1 or any(d < -1 for d in shape):
+    n, known = prod(x.shape), prod(d for d in shape if d != -1)
+    if shape.count(-1) > 1 or any(d < -1 for d in shape):
         raise ValueError(f"reshape: shape {shape} may hold at most one -1 and no other negative size")
-    if unknown:
-        known = prod(d for d in shape if d != -1)
-        if known == 0 or n % known:
-            raise ValueError(f"reshape: cannot reshape {short(x)} ({n} elements) into shape {shape}")
+    if -1 in shape and known and n % known == 0:
         shape = tuple(n // known if d == -1 else d for d in shape)
-    if prod(shape) != n:
+    if -1 in shape or prod(shape) != n:
         raise ValueError(f"reshape: cannot reshape {short(x)} ({n} elements) into shape {shape}")
     return lax_shape.reshape(x, shape)
 
