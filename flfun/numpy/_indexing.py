@@ -139,28 +139,20 @@ def _parse(shape, idx, mode) -> list:
     return entries
 
 
-def _layout(entries):
-    """The result's dim tokens in order: "A" (the advanced block), slice entries, "N" (newaxis)."""
-    pos = [i for i, e in enumerate(entries) if e[0] == "adv"]
-    tokens = []
-    for e in entries:
-        if e[0] == "adv":
-            if "A" not in tokens:
-                tokens.append("A")
-        elif e[0] not in ("int", "ellipsis"):
-            tokens.append("N" if e[0] == "new" else e)
-    if pos and pos[-1] - pos[0] + 1 != len(pos):     # advanced indices apart: their dims go first
-        tokens = ["A"] + [t for t in tokens if t != "A"]
-    return tokens
-
-
 def _plan(shape, idx, mode):
     """``idx`` parsed against ``shape``: (entries, layout tokens, broadcast shape of the advanced indices,
     (label, size) per dim of ``x[idx]`` with labels ("A", k) / "N" / the slice entry, and the advanced index
     components (array, axis size) with their axes)."""
     entries = _parse(shape, idx, mode)
-    tokens = _layout(entries)
     adv = [e for e in entries if e[0] == "adv"]
+    # the result's dims in order: "A" (the advanced block; first when advanced indices stand apart), slice
+    # entries and "N" (newaxis)
+    tokens = ["A" if e[0] == "adv" else "N" if e[0] == "new" else e for e in entries if e[0] not in ("int", "ellipsis")]
+    pos = [i for i, e in enumerate(entries) if e[0] == "adv"]
+    if pos:
+        first = 0 if pos[-1] - pos[0] + 1 != len(pos) else tokens.index("A")
+        tokens = [t for t in tokens if t != "A"]
+        tokens.insert(first, "A")
     try:
         adv_shape = tuple(np.broadcast_shapes(*[tuple(e[2].shape) for e in adv]))
     except ValueError:
@@ -363,10 +355,9 @@ def _prepare_take(indices, n: int, mode, op: str):
         if a.dtype.kind not in "iu":
             raise IndexError(f"{op}: indices must be integers, got dtype {a.dtype}")
         return (np.mod(a, n) if mode == "wrap" else np.clip(a, 0, n - 1)), "promise_in_bounds"
-    if mode == "wrap":
-        nn = S.full((), n, indices.dtype)
-        return E.rem(E.add(E.rem(indices, nn), nn), nn), "promise_in_bounds"
-    return E.clamp(S.full((), 0, indices.dtype), indices, S.full((), n - 1, indices.dtype)), "promise_in_bounds"
+    lo, nn, hi = (S.full((), v, indices.dtype) for v in (0, n, n - 1))
+    wrapped = E.rem(E.add(E.rem(indices, nn), nn), nn) if mode == "wrap" else E.clamp(lo, indices, hi)
+    return wrapped, "promise_in_bounds"
 
 
 def take(x, indices, /, *, axis: int | None = None, mode: str | None = None, fill_value=None) -> Array:

@@ -157,13 +157,10 @@ def squeeze(x, /, axis=None) -> Array:
         (3, 1)
     """
     x = _arr(x)
-    if axis is None:
-        axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
-    else:
-        axes = _axis_list(axis, x.ndim, "squeeze")
-        for a in axes:
-            if x.shape[a] != 1:
-                raise ValueError(f"squeeze: cannot remove axis {a} of {short(x)}: its size is {x.shape[a]}, not 1")
+    axes = tuple(i for i, d in enumerate(x.shape) if d == 1) if axis is None else _axis_list(axis, x.ndim, "squeeze")
+    for a in axes:
+        if x.shape[a] != 1:
+            raise ValueError(f"squeeze: cannot remove axis {a} of {short(x)}: its size is {x.shape[a]}, not 1")
     return lax_shape.squeeze(x, tuple(sorted(axes))) if axes else x
 
 
@@ -200,15 +197,9 @@ def broadcast_to(x, /, shape) -> Array:
     """
     x = _arr(x)
     shape = _ints(shape, "broadcast_to")
-    if not _broadcasts(x.shape, shape):
+    if len(x.shape) > len(shape) or any(s not in (1, d) for s, d in zip(x.shape, shape[len(shape) - x.ndim:])):
         raise ValueError(f"broadcast_to: cannot broadcast {short(x)} to shape {shape}")
     return broadcast_to_shape(x, shape)
-
-
-def _broadcasts(src, dst) -> bool:
-    if len(src) > len(dst):
-        return False
-    return all(s in (1, d) for s, d in zip(src, dst[len(dst) - len(src):]))
 
 
 def broadcast_arrays(*arrays) -> list[Array]:
