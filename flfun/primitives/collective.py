@@ -11,7 +11,7 @@ from __future__ import annotations
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, axis_main, bind, is_weak, short
 from flfun.primitives import elementwise as E, reduce as R, shape as S
-from flfun.primitives.common import guarded_jvp, linear_jvp, moveaxis, moveaxis_to_front, not_mapped, zero_jvp
+from flfun.primitives.common import guarded_jvp, linear, moveaxis, moveaxis_to_front, not_mapped, zero_jvp
 from flfun.tree import tree_map
 from flfun.util import canonical_axis, prod
 
@@ -36,8 +36,7 @@ def _collective(name: str, abstract_eval=None, *, transpose=None, batch=None, di
     p.collective = True
     p.def_abstract_eval(abstract_eval or (lambda x, **params: ShapedArray(x.shape, x.dtype, is_weak(x))))
     if transpose is not None:
-        p.def_jvp(linear_jvp(p))
-        p.def_transpose(transpose)
+        linear(p)(transpose)
 
     def batch_rule(frame, args, dims, *, axes, **params):
         (x,), (d,) = args, dims

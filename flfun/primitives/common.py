@@ -199,6 +199,12 @@ def linear_jvp(prim: Primitive, nlinear: int | None = None) -> Callable:
     return guarded_jvp(prim, rule, False, slice(nlinear))
 
 
+def linear(prim: Primitive, nlinear: int | None = None) -> Callable:
+    """Register ``linear_jvp(prim, nlinear)`` and return ``prim.def_transpose`` (to decorate the transpose)."""
+    prim.def_jvp(linear_jvp(prim, nlinear))
+    return prim.def_transpose
+
+
 def jvp_rule(prim: Primitive, float_only: bool = True, which: slice = slice(None)) -> Callable:
     """Decorator registering ``fn(out, primals, tangents, **params) -> tangent`` as ``prim``'s jvp. It runs only
     when a tangent in ``tangents[which]`` is nonzero and (with ``float_only``) the output is floating; otherwise

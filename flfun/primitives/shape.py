@@ -10,7 +10,7 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short, to_array
 from flfun.primitives import elementwise as E, indexing as I, reduce as R  # noqa: F401 (cycle: used in rules)
-from flfun.primitives.common import (batch_axes, check_same, front_batch, is_undefined, is_zero, linear_jvp, moveaxis,
+from flfun.primitives.common import (batch_axes, check_same, front_batch, is_undefined, is_zero, linear, moveaxis,
                                      moveaxis_to_front, not_mapped, tangent_aval, Zero)
 from flfun.util import prod
 
@@ -65,10 +65,7 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
     return ShapedArray(shape, x.dtype, is_weak(x))
 
 
-broadcast_in_dim_p.def_jvp(linear_jvp(broadcast_in_dim_p))
-
-
-@broadcast_in_dim_p.def_transpose
+@linear(broadcast_in_dim_p)
 def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
     in_shape = x.aval.shape
     bd = broadcast_dimensions
@@ -107,8 +104,7 @@ def _reshape_abstract_eval(x, *, new_sizes):
     return ShapedArray(new_sizes, x.dtype, is_weak(x))
 
 
-reshape_p.def_jvp(linear_jvp(reshape_p))
-reshape_p.def_transpose(lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)])
+linear(reshape_p)(lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)])
 
 
 reshape_p.def_batch(front_batch(lambda n, x, *, new_sizes: reshape(x, (n,) + tuple(new_sizes))))
@@ -139,10 +135,7 @@ def _transpose_abstract_eval(x, *, permutation):
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, is_weak(x))
 
 
-transpose_p.def_jvp(linear_jvp(transpose_p))
-
-
-transpose_p.def_transpose(lambda ct, x, *, permutation: [transpose(ct, sorted(range(len(permutation)),
+linear(transpose_p)(lambda ct, x, *, permutation: [transpose(ct, sorted(range(len(permutation)),
                                                                            key=permutation.__getitem__))])
 
 
@@ -182,8 +175,7 @@ def _squeeze_abstract_eval(x, *, dimensions):
     return ShapedArray(tuple(s for i, s in enumerate(x.shape) if i not in dimensions), x.dtype, is_weak(x))
 
 
-squeeze_p.def_jvp(linear_jvp(squeeze_p))
-squeeze_p.def_transpose(lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
+linear(squeeze_p)(lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
 
 
 @squeeze_p.def_batch
@@ -216,8 +208,7 @@ def _expand_dims_abstract_eval(x, *, dimensions):
     return ShapedArray(shape, x.dtype, is_weak(x))
 
 
-expand_dims_p.def_jvp(linear_jvp(expand_dims_p))
-expand_dims_p.def_transpose(lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
+linear(expand_dims_p)(lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
 
 
 expand_dims_p.def_batch(front_batch(lambda n, x, *, dimensions: expand_dims(x, tuple(d + 1 for d in dimensions))))
@@ -244,8 +235,7 @@ def _rev_abstract_eval(x, *, dimensions):
     return ShapedArray(x.shape, x.dtype, is_weak(x))
 
 
-rev_p.def_jvp(linear_jvp(rev_p))
-rev_p.def_transpose(lambda ct, x, *, dimensions: [rev(ct, dimensions)])
+linear(rev_p)(lambda ct, x, *, dimensions: [rev(ct, dimensions)])
 
 
 rev_p.def_batch(lambda axis, args, dims, *, dimensions: (rev(args[0], batch_axes(dimensions, dims[0])[0]), dims[0]))
@@ -309,10 +299,7 @@ def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
     return ShapedArray(shape, x.dtype, is_weak(x))
 
 
-slice_p.def_jvp(linear_jvp(slice_p))
-
-
-@slice_p.def_transpose
+@linear(slice_p)
 def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
     # pad the cotangent back: low = start, interior = stride - 1, high = whatever is left after the last element
     cfg = tuple((s, d - (s + (c - 1) * st + 1), st - 1) if c else (s, d - s, 0)
@@ -369,10 +356,7 @@ def _dynamic_slice_abstract_eval(x, *start_indices, slice_sizes):
     return ShapedArray(slice_sizes, x.dtype, is_weak(x))
 
 
-dynamic_slice_p.def_jvp(linear_jvp(dynamic_slice_p, 1))   # index tangents are always zero: they are integers
-
-
-@dynamic_slice_p.def_transpose
+@linear(dynamic_slice_p, 1)
 def _dynamic_slice_transpose(ct, x, *idx, slice_sizes):
     if any(is_undefined(i) for i in idx):
         raise TypeError("dynamic_slice: start indices are not linear inputs")
@@ -438,10 +422,7 @@ def _dynamic_update_slice_abstract_eval(x, update, *start_indices):
     return ShapedArray(x.shape, x.dtype, is_weak(x) and is_weak(update))
 
 
-dynamic_update_slice_p.def_jvp(linear_jvp(dynamic_update_slice_p, 2))
-
-
-@dynamic_update_slice_p.def_transpose
+@linear(dynamic_update_slice_p, 2)
 def _dynamic_update_slice_transpose(ct, x, update, *idx):
     if any(is_undefined(i) for i in idx):
         raise TypeError("dynamic_update_slice: start indices are not linear inputs")
@@ -505,10 +486,7 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
     return ShapedArray(tuple(shape), x.dtype, is_weak(x))
 
 
-pad_p.def_jvp(linear_jvp(pad_p))
-
-
-@pad_p.def_transpose
+@linear(pad_p)
 def _pad_transpose(ct, x, pv, *, padding_config):
     # undo negative (cropping) padding by padding back with zeros, then take the strided interior
     crop = tuple((max(-lo, 0), max(-hi, 0), 0) for lo, hi, _ in padding_config)
@@ -569,10 +547,7 @@ def _concatenate_abstract_eval(*operands, dimension):
     return ShapedArray(shape, x0.dtype, all(is_weak(o) for o in operands))
 
 
-concatenate_p.def_jvp(linear_jvp(concatenate_p))
-
-
-@concatenate_p.def_transpose
+@linear(concatenate_p)
 def _concatenate_transpose(ct, *operands, dimension):
     out, start = [], 0
     for o in operands:
@@ -634,14 +609,14 @@ def _sort_jvp(primals, tangents, **params):
 def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
     if any(is_undefined(k) for k in operands[:num_keys]):
         raise TypeError("sort: the sort keys are not linear inputs (only the operands they carry are)")
-    linear = [i for i in range(num_keys, len(operands)) if is_undefined(operands[i]) and not is_zero(cts[i])]
-    if not linear:
+    lin = [i for i in range(num_keys, len(operands)) if is_undefined(operands[i]) and not is_zero(cts[i])]
+    if not lin:
         return [None] * len(operands)
     keys = operands[:num_keys]
     perm = sort_p.bind(*keys, iota(dtypes.int64, keys[0].shape, dimension), dimension=dimension,
                        is_stable=is_stable, num_keys=num_keys)[-1]
     # sorting by the permutation sends every cotangent back to where its element came from
-    back = dict(zip(linear, sort_p.bind(perm, *[cts[i] for i in linear], dimension=dimension, is_stable=True,
+    back = dict(zip(lin, sort_p.bind(perm, *[cts[i] for i in lin], dimension=dimension, is_stable=True,
                                         num_keys=1)[1:]))
     return [back.get(i) for i in range(len(operands))]
 
