@@ -71,19 +71,23 @@ def matmul(x1, x2, /) -> Array:
                          f"(use multiply for scalars)")
     ca, cb = a.ndim - 1, (0 if b.ndim == 1 else b.ndim - 2)
     _check_contract("matmul", a, b, (ca,), (cb,))
-    ba, bb = a.shape[:-2], b.shape[:-2]
-    nb = max(len(ba), len(bb))
-    pa, pb = (None,) * (nb - len(ba)) + ba, (None,) * (nb - len(bb)) + bb
-    if any(None not in (da, db) and da != db and 1 not in (da, db) for da, db in zip(pa, pb)):
-        raise TypeError(f"matmul: batch dimensions do not broadcast: {short(a)} and {short(b)}")
-    # size-1 batch dims facing a larger one are dropped; the rest are batch or free dims of one dot_general
-    la = [i for i in range(nb - len(ba), nb)] + (["m"] if a.ndim > 1 else []) + ["k"]
-    lb = [i for i in range(nb - len(bb), nb)] + ["k"] + (["n"] if b.ndim > 1 else [])
-    drop_a = [j for j, i in enumerate(la[:len(ba)]) if pa[i] == 1 and pb[i] not in (None, 1)]
-    drop_b = [j for j, i in enumerate(lb[:len(bb)]) if pb[i] == 1 and pa[i] not in (None, 1)]
+    nb = max(a.ndim, b.ndim, 2) - 2
+    la = [*range(nb - max(a.ndim - 2, 0), nb)] + (["m"] if a.ndim > 1 else []) + ["k"]
+    lb = [*range(nb - max(b.ndim - 2, 0), nb)] + ["k"] + (["n"] if b.ndim > 1 else [])
+    return _broadcast_dot("matmul", a, la, b, lb, [*range(nb), "m", "n"])
+
+
+def _broadcast_dot(op: str, a, la: list, b, lb: list, order: list):
+    """One dot_general contracting label "k" of ``a`` and ``b``; the other labels are batch dims (shared) or free
+    dims, and shared ones broadcast: a size-1 dim facing a larger one is dropped. Result dims follow ``order``."""
+    sa, sb = dict(zip(la, a.shape)), dict(zip(lb, b.shape))
+    if any(sa[c] != sb[c] and 1 not in (sa[c], sb[c]) for c in sa if c in sb):
+        raise TypeError(f"{op}: batch dimensions do not broadcast: {short(a)} and {short(b)}")
+    drop_a = [j for j, c in enumerate(la) if sa[c] == 1 and sb.get(c, 1) != 1]
+    drop_b = [j for j, c in enumerate(lb) if sb[c] == 1 and sa.get(c, 1) != 1]
     la, lb = [c for j, c in enumerate(la) if j not in drop_a], [c for j, c in enumerate(lb) if j not in drop_b]
-    out, lab = _contract_pair(_drop_axes(a, drop_a), la, _drop_axes(b, drop_b), lb, set(range(nb)) | {"m", "n"})
-    return lax_shape.transpose(out, tuple(lab.index(c) for c in [*range(nb), "m", "n"] if c in lab))
+    out, lab = _contract_pair(_drop_axes(a, drop_a), la, _drop_axes(b, drop_b), lb, set(order))
+    return lax_shape.transpose(out, tuple(lab.index(c) for c in order if c in lab))
 
 
 def dot(a, b, /) -> Array:
@@ -183,14 +187,8 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Array:
     if -ax > min(a.ndim, b.ndim):
         raise ValueError(f"vecdot: axis {axis} is not an axis of both {short(a)} and {short(b)}")
     _check_contract("vecdot", a, b, (a.ndim + ax,), (b.ndim + ax,))
-    a = lax_shape.expand_dims(_move_last(a, a.ndim + ax), (a.ndim - 1,))     # (..., 1, k)
-    b = lax_shape.expand_dims(_move_last(b, b.ndim + ax), (b.ndim,))         # (..., k, 1)
-    out = matmul(a, b)
-    return lax_shape.reshape(out, out.shape[:-2])
-
-
-def _move_last(x, axis: int):
-    return lax_shape.transpose(x, tuple(i for i in range(x.ndim) if i != axis) + (axis,))
+    la, lb = ([n - x.ndim + j if j != x.ndim + ax else "k" for j in range(x.ndim)] for x in (a, b))
+    return _broadcast_dot("vecdot", a, la, b, lb, [*range(n)])
 
 
 def kron(a, b, /) -> Array:
