@@ -278,10 +278,8 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
         dtype = dtypes.DEFAULT_FLOAT if any(isinstance(v, float) for v in values) else dtypes.DEFAULT_INT
     dtype = dtypes.canonicalize(dtype)
     n = max(math.ceil((stop - start) / step), 0)
-    if dtypes.is_float(dtype) or any(isinstance(v, float) for v in values):
-        work = dtype if dtypes.is_float(dtype) else dtypes.float64
-    else:
-        work = dtypes.DEFAULT_INT
+    work = dtype if dtypes.is_float(dtype) else dtypes.float64 if any(isinstance(v, float) for v in values) \
+        else dtypes.DEFAULT_INT
     out = lax_shape.iota(work, (n,), 0)
     if step != 1:
         out = lax.mul(out, lax_shape.full((), step, work))
@@ -478,10 +476,5 @@ def meshgrid(*arrays, indexing: str = "xy", sparse: bool = False) -> list[Array]
     if indexing == "xy" and len(xs) > 1:
         shape[0], shape[1] = shape[1], shape[0]
         dims[0], dims[1] = 1, 0
-    out = []
-    for x, d in zip(xs, dims):
-        if sparse:
-            out.append(lax_shape.reshape(x, tuple(s if i == d else 1 for i, s in enumerate(shape))))
-        else:
-            out.append(lax_shape.broadcast_in_dim(x, tuple(shape), (d,)))
-    return out
+    return [lax_shape.reshape(x, tuple(s if i == d else 1 for i, s in enumerate(shape))) if sparse
+            else lax_shape.broadcast_in_dim(x, tuple(shape), (d,)) for x, d in zip(xs, dims)]

@@ -12,7 +12,7 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.core import ConcretizationError, Tracer, short
 from flfun.numpy._creation import _leaves, asarray
-from flfun.numpy._manipulation import _arr
+from flfun.numpy._manipulation import _arr, _flat_axis
 from flfun.primitives import elementwise as E, shape as S
 from flfun.primitives.common import broadcast_to_shape
 from flfun.primitives.indexing import gather, scatter
@@ -372,10 +372,7 @@ def take(x, indices, /, *, axis: int | None = None, mode: str | None = None, fil
         >>> fnp.take(fnp.arange(10.0).reshape(2, 5), fnp.asarray([4, -1, 0]), axis=1).tolist()
         [[4.0, 4.0, 0.0], [9.0, 9.0, 5.0]]
     """
-    x = _arr(x)
-    if axis is None:
-        x, axis = S.reshape(x, (x.size,)), 0
-    axis = canonical_axis(axis, x.ndim, "take")
+    x, axis = _flat_axis(x, axis, "take")
     indices, mode = _prepare_take(indices, x.shape[axis], mode, "take")
     return getitem(x, (slice(None),) * axis + (indices,), mode, fill_value)
 
@@ -504,10 +501,7 @@ def compress(condition, x, /, *, axis: int | None = None) -> Array:
     c = _concrete(condition, "compress").astype(bool)
     if c.ndim != 1:
         raise ValueError(f"compress: condition must be 1-d, got shape {c.shape}")
-    x = _arr(x)
-    if axis is None:
-        x, axis = S.reshape(x, (x.size,)), 0
-    axis = canonical_axis(axis, x.ndim, "compress")
+    x, axis = _flat_axis(x, axis, "compress")
     if c.size > x.shape[axis]:
         raise ValueError(f"compress: condition has {c.size} entries but axis {axis} of {short(x)} has "
                          f"{x.shape[axis]}")

@@ -31,6 +31,12 @@ def _arr(x):
     return x if isinstance(x, Array) else asarray(x)
 
 
+def _flat_axis(x, axis, op: str):
+    """``(x, axis)`` with ``axis`` canonical, or the flattened ``x`` and 0 when ``axis`` is None."""
+    x = _arr(x)
+    return (lax_shape.reshape(x, (x.size,)), 0) if axis is None else (x, canonical_axis(axis, x.ndim, op))
+
+
 # ---------------------------------------------------------------------------------------------------- reshape
 def reshape(x, /, shape, *, copy: bool | None = None) -> Array:
     """Row-major reshape; one dimension may be -1 (inferred). ``copy`` is accepted (Arrays are immutable).
@@ -230,9 +236,7 @@ def concat(arrays, /, *, axis: int | None = 0) -> Array:
         [1.0, 1.0, 0.0]
     """
     xs = _common(arrays, "concat")
-    if axis is None:
-        xs = [ravel(x) for x in xs]
-        axis = 0
+    xs, axis = ([ravel(x) for x in xs], 0) if axis is None else (xs, axis)
     nd = xs[0].ndim
     if nd == 0:
         raise ValueError("concat: zero-dimensional arrays cannot be concatenated")
@@ -313,7 +317,8 @@ def _split(x, sections, axis, op):
     ax = canonical_axis(axis, x.ndim, op)
     n = x.shape[ax]
     if not isinstance(sections, (int, np.integer)):
-        return _split_at(x, _bounds(sections, n), ax)
+        idx = [builtins.min(builtins.max(i + n if i < 0 else i, 0), n) for i in map(operator.index, sections)]
+        return _split_at(x, [0, *idx, n], ax)
     k = int(sections)
     if k <= 0 and op == "array_split":
         raise ValueError(f"array_split: the number of sections must be positive, got {k}")
@@ -322,12 +327,6 @@ def _split(x, sections, axis, op):
                          f"sections")
     q, r = divmod(n, k)
     return _split_at(x, [i * q + builtins.min(i, r) for i in range(k + 1)], ax)
-
-
-def _bounds(indices, n):
-    idx = [operator.index(i) for i in indices]
-    idx = [builtins.min(builtins.max(i + n if i < 0 else i, 0), n) for i in idx]
-    return [0, *idx, n]
 
 
 def array_split(x, indices_or_sections, /, axis: int = 0) -> list[Array]:
@@ -389,11 +388,7 @@ def repeat(x, repeats, /, *, axis: int | None = None) -> Array:
         >>> fnp.repeat(fnp.asarray([1, 2]), [1, 3]).tolist()
         [1, 2, 2, 2]
     """
-    x = _arr(x)
-    if axis is None:
-        x, ax = ravel(x), 0
-    else:
-        ax = canonical_axis(axis, x.ndim, "repeat")
+    x, ax = _flat_axis(x, axis, "repeat")
     n = x.shape[ax]
     reps = np.asarray(repeats)
     if reps.dtype.kind not in "iub":
