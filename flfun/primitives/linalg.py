@@ -51,9 +51,8 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, preferred_element
     if lhs.dtype != rhs.dtype:
         raise TypeError(f"dot_general: operands must have the same dtype, got {short(lhs)} and {short(rhs)} "
                         f"(flfun.numpy promotes; lax does not)")
-    for side, x, dims in (("lhs", lhs, lc + lb), ("rhs", rhs, rc + rb)):
-        if len(set(dims)) != len(dims) or any(not 0 <= d < len(x.shape) for d in dims):
-            c, b = (lc, lb) if side == "lhs" else (rc, rb)
+    for side, x, c, b in (("lhs", lhs, lc, lb), ("rhs", rhs, rc, rb)):
+        if len(set(c + b)) != len(c + b) or any(not 0 <= d < len(x.shape) for d in c + b):
             raise TypeError(f"dot_general: {side} contracting dimensions {c} and batch dimensions {b} must be "
                             f"distinct and within the rank of {short(x)}, got {short(lhs)} and {short(rhs)}")
     for what, a, b in (("contracting", lc, rc), ("batch", lb, rb)):
@@ -235,6 +234,11 @@ def _spec_transpose(spec):
     return (spec[1], spec[0]) + tuple(spec[2:])
 
 
+def _spatial(shape, spec, dilation) -> list[int]:
+    """The dilated spatial sizes of ``shape`` laid out as ``spec``."""
+    return [_dilate(shape[d], r) for d, r in zip(spec[2:], dilation)]
+
+
 def _conv_transpose_lhs(ct, lhs_aval, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                         dimension_numbers, feature_group_count, batch_group_count):
     # a conv of ct with the spatially flipped, in/out-swapped kernel; strides become lhs dilation
@@ -243,15 +247,11 @@ def _conv_transpose_lhs(ct, lhs_aval, rhs, *, window_strides, padding, lhs_dilat
     G, B = feature_group_count, batch_group_count
     if G > 1 or B > 1:   # move the group axis from rhs's out-features into its in-features
         rhs = _reshape_axis_into(rspec[0], rspec[1], _reshape_axis_out_of(rspec[0], max(G, B), rhs))
-    ksz = [_dilate(rhs.shape[d], r) for d, r in zip(rspec[2:], rhs_dilation)]
-    pads = []
-    for i, (lo, _) in enumerate(padding):
-        n_in = _dilate(lhs_aval.shape[lspec[2 + i]], lhs_dilation[i])
-        n_out = _dilate(ct.shape[ospec[2 + i]], window_strides[i])
-        before = ksz[i] - lo - 1
-        pads.append((before, n_in + ksz[i] - 1 - n_out - before))
+    sizes = zip(padding, _spatial(rhs.shape, rspec, rhs_dilation), _spatial(lhs_aval.shape, lspec, lhs_dilation),
+                _spatial(ct.shape, ospec, window_strides))
     out = conv_general_dilated_p.bind(
-        ct, rev(rhs, tuple(rspec[2:])), window_strides=tuple(lhs_dilation), padding=tuple(pads),
+        ct, rev(rhs, tuple(rspec[2:])), window_strides=tuple(lhs_dilation),
+        padding=tuple((k - lo - 1, n_in - n_out + lo) for (lo, _), k, n_in, n_out in sizes),
         lhs_dilation=tuple(window_strides), rhs_dilation=tuple(rhs_dilation),
         dimension_numbers=ConvDimensionNumbers(tuple(ospec), _spec_transpose(rspec), tuple(lspec)),
         feature_group_count=max(G, B), batch_group_count=1)
@@ -264,19 +264,15 @@ def _conv_transpose_rhs(ct, lhs, rhs_aval, *, window_strides, padding, lhs_dilat
                         dimension_numbers, feature_group_count, batch_group_count):
     # a conv of lhs (batch and feature swapped) with ct as the kernel; feature groups become batch groups
     lspec, rspec, ospec = dimension_numbers
-    G, B = feature_group_count, batch_group_count
-    pads = []
-    for i, (lo, _) in enumerate(padding):
-        n_in = _dilate(lhs.shape[lspec[2 + i]], lhs_dilation[i])
-        k = _dilate(rhs_aval.shape[rspec[2 + i]], rhs_dilation[i])
-        n_out = _dilate(ct.shape[ospec[2 + i]], window_strides[i])
-        pads.append((lo, n_out - n_in + k - lo - 1))
+    sizes = zip(padding, _spatial(rhs_aval.shape, rspec, rhs_dilation), _spatial(lhs.shape, lspec, lhs_dilation),
+                _spatial(ct.shape, ospec, window_strides))
     return conv_general_dilated_p.bind(
-        lhs, ct, window_strides=tuple(rhs_dilation), padding=tuple(pads), lhs_dilation=tuple(lhs_dilation),
-        rhs_dilation=tuple(window_strides),
+        lhs, ct, window_strides=tuple(rhs_dilation),
+        padding=tuple((lo, n_out - n_in + k - lo - 1) for (lo, _), k, n_in, n_out in sizes),
+        lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(window_strides),
         dimension_numbers=ConvDimensionNumbers(_spec_transpose(lspec), _spec_transpose(ospec),
                                                _spec_transpose(rspec)),
-        feature_group_count=B, batch_group_count=G)
+        feature_group_count=batch_group_count, batch_group_count=feature_group_count)
 
 
 _bilinear(conv_general_dilated_p, _conv_transpose_lhs, _conv_transpose_rhs)
@@ -372,17 +368,14 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
     ld = (1,) * nsp if lhs_dilation is None else tuple(int(d) for d in lhs_dilation)
     rd = (1,) * nsp if rhs_dilation is None else tuple(int(d) for d in rhs_dilation)
     strides = tuple(int(s) for s in window_strides)
-    if isinstance(padding, str):
-        mode = padding.upper()
-        if mode == "VALID":
-            padding = ((0, 0),) * nsp
-        elif mode in ("SAME", "SAME_LOWER"):
-            window = [_dilate(rhs.shape[d], r) for d, r in zip(dn.rhs_spec[2:], rd)]
-            padding = _same_padding([lhs.shape[d] for d in dn.lhs_spec[2:]], window, strides, mode == "SAME_LOWER")
-        else:
-            raise ValueError(f"conv_general_dilated: padding must be 'VALID', 'SAME', 'SAME_LOWER' or a sequence "
-                             f"of (low, high) pairs, got {padding!r}")
     try:
+        if isinstance(padding, str):
+            mode = padding.upper()
+            if mode not in ("VALID", "SAME", "SAME_LOWER"):
+                raise ValueError
+            padding = ((0, 0),) * nsp if mode == "VALID" else _same_padding(
+                [lhs.shape[d] for d in dn.lhs_spec[2:]], _spatial(rhs.shape, dn.rhs_spec, rd), strides,
+                mode == "SAME_LOWER")
         padding = tuple((int(lo), int(hi)) for lo, hi in padding)
     except (TypeError, ValueError):
         raise ValueError(f"conv_general_dilated: padding must be 'VALID', 'SAME', 'SAME_LOWER' or a sequence of "
