@@ -306,9 +306,7 @@ def _take_diagonals(x, labels: list[str]):
 
 def _sum_labels(x, labels: list[str], gone: Sequence[str]):
     axes = tuple(i for i, c in enumerate(labels) if c in gone)
-    if not axes:
-        return x, labels
-    return lax_reduce.reduce_sum(x, axes), [c for c in labels if c not in gone]
+    return (lax_reduce.reduce_sum(x, axes) if axes else x), [c for c in labels if c not in gone]
 
 
 def _contract_pair(x, xl, y, yl, keep: set):

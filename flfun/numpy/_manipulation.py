@@ -149,9 +149,7 @@ def swapaxes(x, axis1: int, axis2: int, /) -> Array:
     """Swap two axes: ``fnp.swapaxes(fnp.ones((2, 3)), 0, 1).shape == (3, 2)``."""
     x = _arr(x)
     a, b = canonical_axis(axis1, x.ndim, "swapaxes"), canonical_axis(axis2, x.ndim, "swapaxes")
-    perm = list(range(x.ndim))
-    perm[a], perm[b] = b, a
-    return lax_shape.transpose(x, tuple(perm))
+    return lax_shape.transpose(x, tuple(b if i == a else a if i == b else i for i in range(x.ndim)))
 
 
 def squeeze(x, /, axis=None) -> Array:
@@ -292,13 +290,9 @@ def column_stack(tup, /) -> Array:
 
 
 def _split_at(x, bounds, ax):
-    out = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        start = [0] * x.ndim
-        limit = list(x.shape)
-        start[ax], limit[ax] = lo, builtins.max(lo, hi)
-        out.append(lax_shape.slice(x, start, limit))
-    return out
+    return [lax_shape.slice(x, [lo if i == ax else 0 for i in range(x.ndim)],
+                            [builtins.max(lo, hi) if i == ax else d for i, d in enumerate(x.shape)])
+            for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 def split(x, indices_or_sections, /, axis: int = 0) -> list[Array]:
