@@ -167,8 +167,7 @@ def _scatter_transpose(ct, operand, indices, updates, *, axes, batch_dims, mode,
     if op in ("min", "max") or (op == "mul" and is_undefined(updates)):
         raise TypeError(f"scatter: op={op!r} is not linear in its {'updates' if op == 'mul' else 'operands'}, "
                         f"so it has no transpose")
-    fill = 0 if mode == "fill" else None
-    ct_upd = gather(ct, indices, fill_value=fill, **kw) if is_undefined(updates) else None
+    ct_upd = gather(ct, indices, fill_value=0 if mode == "fill" else None, **kw) if is_undefined(updates) else None
     if not is_undefined(operand):
         return [None, None, ct_upd]
     if op == "add":

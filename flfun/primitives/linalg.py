@@ -105,11 +105,10 @@ def _dot_general_batch(axis, args, dims, *, dimension_numbers, preferred_element
         return dot_general(lhs, rhs, dn, preferred_element_type), 0
     if ld is not None:
         lc, lb = shift(lc, ld), shift(lb, ld)
-        out_dim = len(lb) + sum(1 for i in range(ld) if i not in lc and i not in lb)
-    else:
+        out_dim = len(lb) + len(_remaining(ld, lc, lb))
+    else:   # after the batch dims and lhs's free dims
         rc, rb = shift(rc, rd), shift(rb, rd)
-        lhs_free = len(lhs.shape) - len(lc) - len(lb)
-        out_dim = len(lb) + lhs_free + sum(1 for i in range(rd) if i not in rc and i not in rb)
+        out_dim = len(lhs.shape) - len(lc) + len(_remaining(rd, rc, rb))
     return dot_general(lhs, rhs, ((lc, rc), (lb, rb)), preferred_element_type), out_dim
 
 

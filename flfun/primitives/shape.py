@@ -141,11 +141,9 @@ linear(transpose_p)(lambda ct, x, *, permutation: [transpose(ct, sorted(range(le
 
 @transpose_p.def_batch
 def _transpose_batch(axis, args, dims, *, permutation):
-    (x,), (bd,) = args, dims
     # keep the mapped axis where it is and permute the others around it
-    perm = [p + (p >= bd) for p in permutation]
-    perm.insert(bd, bd)
-    return transpose(x, perm), bd
+    bd, perm = dims[0], batch_axes(permutation, dims[0])[0]
+    return transpose(args[0], perm[:bd] + (bd,) + perm[bd:]), bd
 
 
 def transpose(x, permutation: Sequence[int]):
@@ -275,8 +273,7 @@ def iota(dtype, shape: Sequence[int], dimension: int = 0):
         >>> lax.iota('int32', (2, 3), 1).tolist()
         [[0, 1, 2], [0, 1, 2]]
     """
-    shape = tuple(int(d) for d in shape)
-    return bind(iota_p, dtype=dtypes.canonicalize(dtype), shape=shape, dimension=int(dimension))
+    return bind(iota_p, dtype=dtypes.canonicalize(dtype), shape=tuple(int(d) for d in shape), dimension=int(dimension))
 
 
 # -------------------------------------------------------------------------------------------------------- slice
@@ -493,11 +490,8 @@ def _pad_transpose(ct, x, pv, *, padding_config):
     full_ct = pad(ct, full((), 0, ct.dtype), crop) if any(a or b for a, b, _ in crop) else ct
     starts = tuple(max(lo, 0) for lo, _, _ in padding_config)
     limits = tuple(n - max(hi, 0) for n, (_, hi, _) in zip(full_ct.shape, padding_config))
-    ct_x = slice(full_ct, starts, limits, tuple(i + 1 for _, _, i in padding_config))
-    ct_pv = None
-    if is_undefined(pv):
-        axes = tuple(range(len(ct.shape)))
-        ct_pv = E.sub(R.reduce_sum(ct, axes), R.reduce_sum(ct_x, axes))
+    ct_x, axes = slice(full_ct, starts, limits, tuple(i + 1 for _, _, i in padding_config)), tuple(range(len(ct.shape)))
+    ct_pv = E.sub(R.reduce_sum(ct, axes), R.reduce_sum(ct_x, axes)) if is_undefined(pv) else None
     return [ct_x if is_undefined(x) else None, ct_pv]
 
 
