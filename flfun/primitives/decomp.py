@@ -41,14 +41,6 @@ def _diag(x):
     return reduce_sum(mul(x, _mask(x.shape[-1], x.dtype)), (len(x.shape) - 1,))
 
 
-def _row(v):
-    return expand_dims(v, (len(v.shape) - 1,))
-
-
-def _col(v):
-    return expand_dims(v, (len(v.shape),))
-
-
 def _gaps_inv(eye, d):
     """``1 / d`` off the diagonal, 0 on it."""
     return sub(div(full((), 1, d.dtype), add(d, eye)), eye)
@@ -101,7 +93,7 @@ def _eigh_jvp(out, primals, tangents):
     (w, v), (t,) = out, tangents
     t = mul(add(t, _T(t)), full((), 0.5, t.dtype))
     vtv = _mm(_T(v), _mm(t, v))
-    f = _gaps_inv(_mask(w.shape[-1], w.dtype), sub(_row(w), _col(w)))     # 1 / (w_j - w_i)
+    f = _gaps_inv(_mask(w.shape[-1], w.dtype), sub(expand_dims(w, (-2,)), expand_dims(w, (-1,))))     # 1 / (w_j - w_i)
     return [_diag(vtv), _mm(v, mul(f, vtv))]
 
 
@@ -120,7 +112,7 @@ def _svd_jvp(out, primals, tangents):
     (u, s, vh), (x,), (t,) = out, primals, tangents
     v, (m, n) = _T(vh), x.shape[-2:]
     ds = _mm(_T(u), _mm(t, v))
-    sr, sc = _row(s), _col(s)
+    sr, sc = expand_dims(s, (-2,)), expand_dims(s, (-1,))   # a row, a column
     f = _gaps_inv(_mask(s.shape[-1], s.dtype), mul(add(sr, sc), sub(sr, sc)))     # 1 / (s_j^2 - s_i^2)
     dss, sds = mul(ds, sr), mul(sc, ds)
     du, dv = _mm(u, mul(f, add(dss, _T(dss)))), _mm(v, mul(f, add(sds, _T(sds))))
