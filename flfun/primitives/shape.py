@@ -32,6 +32,12 @@ def _bind_dims(prim: Primitive, x, dimensions, rank: int):
     return bind(prim, x, dimensions=dims) if dims else x
 
 
+def _from_end(dimension, operands) -> int:
+    """``dimension`` as an int, a negative one counted from the end of the first operand's rank."""
+    d = int(dimension)
+    return d + len(operands[0].shape) if operands and d < 0 else d
+
+
 def full(shape, fill_value, dtype):
     """An array of ``shape`` filled with a scalar or 0-d array: ``lax.full((2, 3), 0.0, 'float32')``."""
     dtype = dtypes.canonicalize(dtype)
@@ -565,10 +571,7 @@ def concatenate(operands: Sequence, dimension: int):
     operands = list(operands)
     if len(operands) == 1:
         return operands[0]
-    dimension = int(dimension)
-    if operands and dimension < 0:
-        dimension += len(operands[0].shape)
-    return bind(concatenate_p, *operands, dimension=dimension)
+    return bind(concatenate_p, *operands, dimension=_from_end(dimension, operands))
 
 
 # --------------------------------------------------------------------------------------------------------- sort
@@ -634,10 +637,7 @@ def sort(operands, dimension: int = -1, is_stable: bool = True, num_keys: int = 
     """
     single = hasattr(operands, "shape")
     ops = [operands] if single else list(operands)
-    dimension = int(dimension)
-    if ops and dimension < 0:
-        dimension += len(ops[0].shape)
-    out = sort_p.bind(*ops, dimension=dimension, is_stable=bool(is_stable), num_keys=int(num_keys))
+    out = sort_p.bind(*ops, dimension=_from_end(dimension, ops), is_stable=bool(is_stable), num_keys=int(num_keys))
     return out[0] if single else out
 
 
