@@ -181,8 +181,10 @@ def simplify(program: Program, consts: list) -> tuple[Program, list]:
     gradient of a gather, accumulated), no-op reshape / transpose / broadcast / convert / reduce_sum, chains of
     reshapes, transposes and broadcasts, a broadcast scalar operand of a broadcasting op or select (numpy
     broadcasts the scalar itself), and ``transpose(dot_general(a, b))`` as ``dot_general(b, a)`` (the transpose
-    rule of dot_general leaves these; the swapped product writes its layout directly). ``x * 0`` is left alone (it is not 0 for inf or nan); ``x + 0 -> x`` may turn a ``-0.0``
-    result into ``-0.0`` where IEEE gives ``+0.0`` (as JAX's symbolic zeros do)."""
+    rule of dot_general leaves these; the swapped product writes its layout directly). ``x * 0`` is left alone
+    (it is not 0 for inf or nan); ``x + 0 -> x`` may turn a ``-0.0`` result into ``-0.0`` where IEEE gives ``+0.0``
+    (as JAX's symbolic zeros do), and the scatter rewrite adds ``u`` to ``y`` in another order (rounding may
+    differ, as under XLA's reassociation)."""
     uses = Counter(v.id for e in program.eqns for v in e.inputs if type(v) is Var)
     uses.update(v.id for v in program.outvars if type(v) is Var)
     # var id -> the scalar every element equals
@@ -252,7 +254,8 @@ def _simplify_eqn(e: Eqn, uval: Callable, producer: dict, uses: dict) -> list | 
         for s, other in (ins, ins[::-1]):      # scatter-add into zeros, plus y: scatter-add into y
             sc = producer.get(s.id) if type(s) is Var else None
             if sc is not None and sc.prim.name == "scatter" and sc.params["op"] == "add" and uses[s.id] == 1 \
-                    and _is(uval(sc.inputs[0]), 0) and type(other) is Var and _same(other.aval, out):
+                    and _is(uval(sc.inputs[0]), 0) and type(other) is Var and _same(other.aval, out) \
+                    and _same(s.aval, out):
                 return [Eqn(sc.prim, (other,) + tuple(sc.inputs[1:]), e.outputs, sc.params)]
     if name in _BROADCASTING and len(ins) == 2:
         us = uval(ins[0]), uval(ins[1])

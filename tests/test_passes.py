@@ -166,3 +166,13 @@ def test_closed_program_checks_consts():
     closed = _prog(lambda x: x * c, fnp.ones(3))
     with pytest.raises(ValueError, match="1 constvars but 0 consts"):
         ClosedProgram(closed.program, [])
+
+
+def test_scatter_add_rewrite_keeps_broadcasting():
+    i = fnp.asarray(np.array([0]))
+    u = fnp.asarray(np.array([5.0], np.float32))
+
+    def f(u, y):
+        return fnp.zeros(3).at[i].add(u) + y
+    for y in (fnp.zeros((1, 3)), fnp.zeros((2, 3))):
+        np.testing.assert_array_equal(np.asarray(fl.jit(f)(u, y)), np.asarray(f(u, y)))
