@@ -18,6 +18,7 @@ typedef struct {
     PyObject *impls;     /* the primitive's dict: backend name -> impl */
     PyObject *dtypes;    /* frozenset of dtypes the fast path may take */
     PyObject *fallback;  /* the Python operator: fallback(x1, x2) */
+    PyObject *general;   /* its general path (promotion, the shape rule's clear error), for a failed impl call */
     PyObject *dict;      /* __name__, __doc__, __wrapped__ of the Python operator */
 } BinaryOp;
 
@@ -28,11 +29,6 @@ static PyObject *float_dtypes;            /* frozenset: the dtypes a Python floa
 static PyObject *str_eager, *str_dtype, *str_backend, *str_type;
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
-
-static PyObject *call_fallback(BinaryOp *op, PyObject *x1, PyObject *x2) {
-    PyObject *args[2] = {x1, x2};
-    return PyObject_Vectorcall(op->fallback, args, 2, NULL);
-}
 
 /* The impl's inputs for the fast path, or 0 when it does not apply: two Arrays of one dtype on one device, or an
  * Array and a Python int (or float, for a float Array) converted to a scalar of the Array's dtype. */
@@ -51,7 +47,8 @@ static int fast_inputs(BinaryOp *op, PyObject *x1, PyObject *x2, PyObject **v1, 
     if (dtype == NULL || PySet_Contains(op->dtypes, dtype) != 1) { Py_XDECREF(dtype); return 0; }
     PyObject *converted = NULL;
     if (a1 && a2) {
-        PyObject *dtype2 = PyObject_GetAttr(SLOT(other, value_offset), str_dtype);
+        PyObject *other_value = SLOT(other, value_offset);
+        PyObject *dtype2 = other_value ? PyObject_GetAttr(other_value, str_dtype) : NULL;
         ok = dtype2 == dtype && SLOT(other, device_offset) == *device;
         Py_XDECREF(dtype2);
         if (ok) { converted = SLOT(other, value_offset); Py_XINCREF(converted); }
@@ -68,8 +65,9 @@ static int fast_inputs(BinaryOp *op, PyObject *x1, PyObject *x2, PyObject **v1, 
     return 1;
 }
 
-/* The fast path; returns NULL without an exception set when it does not apply. */
-static PyObject *fast(BinaryOp *op, PyObject *x1, PyObject *x2) {
+/* The fast path; returns NULL without an exception set when it does not apply, with *failed set when the impl
+ * raised an Exception (the general path then gives the clear error without calling the impl again). */
+static PyObject *fast(BinaryOp *op, PyObject *x1, PyObject *x2, int *failed) {
     PyObject *args[2], *device;
     if (!fast_inputs(op, x1, x2, &args[0], &args[1], &device)) { PyErr_Clear(); return NULL; }
     PyObject *backend = PyObject_GetAttr(device, str_backend);
@@ -80,7 +78,10 @@ static PyObject *fast(BinaryOp *op, PyObject *x1, PyObject *x2) {
     Py_XDECREF(impl);
     Py_DECREF(args[0]);
     Py_DECREF(args[1]);
-    if (out == NULL) { PyErr_Clear(); return NULL; }   /* the fallback raises the clear error */
+    if (out == NULL) {
+        if (impl == NULL || PyErr_ExceptionMatches(PyExc_Exception)) { PyErr_Clear(); *failed = impl != NULL; }
+        return NULL;   /* KeyboardInterrupt and the like propagate */
+    }
     PyObject *result = array_type->tp_alloc(array_type, 0);
     if (result == NULL) { Py_DECREF(out); return NULL; }
     SLOT(result, value_offset) = out;
@@ -93,12 +94,15 @@ static PyObject *binary_vectorcall(PyObject *self, PyObject *const *args, size_t
     BinaryOp *op = (BinaryOp *)self;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (nargs != 2 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
-        PyErr_SetString(PyExc_TypeError, "binary operator takes exactly two positional arguments");
+        PyObject *name = PyObject_GetAttrString(op->fallback, "__name__");
+        if (name != NULL) PyErr_Format(PyExc_TypeError, "%U() takes exactly 2 positional arguments", name);
+        Py_XDECREF(name);
         return NULL;
     }
-    PyObject *result = fast(op, args[0], args[1]);
+    int failed = 0;
+    PyObject *result = fast(op, args[0], args[1], &failed);
     if (result != NULL || PyErr_Occurred()) return result;
-    return call_fallback(op, args[0], args[1]);
+    return PyObject_Vectorcall(failed ? op->general : op->fallback, args, 2, NULL);
 }
 
 static PyObject *binary_get(PyObject *self, PyObject *obj, PyObject *type) {
@@ -107,12 +111,12 @@ static PyObject *binary_get(PyObject *self, PyObject *obj, PyObject *type) {
 }
 
 static int binary_traverse(BinaryOp *op, visitproc visit, void *arg) {
-    Py_VISIT(op->impls); Py_VISIT(op->dtypes); Py_VISIT(op->fallback); Py_VISIT(op->dict);
+    Py_VISIT(op->impls); Py_VISIT(op->dtypes); Py_VISIT(op->fallback); Py_VISIT(op->general); Py_VISIT(op->dict);
     return 0;
 }
 
 static int binary_clear(BinaryOp *op) {
-    Py_CLEAR(op->impls); Py_CLEAR(op->dtypes); Py_CLEAR(op->fallback); Py_CLEAR(op->dict);
+    Py_CLEAR(op->impls); Py_CLEAR(op->dtypes); Py_CLEAR(op->fallback); Py_CLEAR(op->general); Py_CLEAR(op->dict);
     return 0;
 }
 
@@ -123,10 +127,10 @@ static void binary_dealloc(BinaryOp *op) {
 }
 
 static PyObject *binary_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    static char *names[] = {"impls", "dtypes", "fallback", NULL};
-    PyObject *impls, *dtypes, *fallback;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O", names, &PyDict_Type, &impls, &PyFrozenSet_Type,
-                                     &dtypes, &fallback))
+    static char *names[] = {"impls", "dtypes", "fallback", "general", NULL};
+    PyObject *impls, *dtypes, *fallback, *general;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!OO", names, &PyDict_Type, &impls, &PyFrozenSet_Type,
+                                     &dtypes, &fallback, &general))
         return NULL;
     BinaryOp *op = (BinaryOp *)type->tp_alloc(type, 0);
     if (op == NULL) return NULL;
@@ -134,6 +138,7 @@ static PyObject *binary_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     Py_INCREF(impls); op->impls = impls;
     Py_INCREF(dtypes); op->dtypes = dtypes;
     Py_INCREF(fallback); op->fallback = fallback;
+    Py_INCREF(general); op->general = general;
     return (PyObject *)op;
 }
 
@@ -150,7 +155,7 @@ static PyGetSetDef binary_getset[] = {
 static PyTypeObject BinaryOpType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "flfun._dispatch.BinaryOp",
-    .tp_doc = "BinaryOp(impls, dtypes, fallback): an Array operator with a C fast path.",
+    .tp_doc = "BinaryOp(impls, dtypes, fallback, general): an Array operator with a C fast path.",
     .tp_basicsize = sizeof(BinaryOp),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_new = binary_new,

@@ -84,3 +84,24 @@ def test_flfun_runs_without_the_accelerator():
             "assert type(fnp.add).__name__ == 'function'\n"
             "assert (fnp.arange(3.0) + fnp.ones(3)).tolist() == [1.0, 2.0, 3.0]\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_failures_take_the_general_path_once_and_never_crash():
+    calls = []
+
+    def counting_add(x, y, **kw):
+        calls.append(1)
+        return np.add(x, y)
+    prev = fl.register_impl(lax.add_p, "numpy", counting_add)
+    try:
+        with pytest.raises(TypeError, match="add: shapes do not broadcast"):
+            fnp.ones(2) + fnp.ones(3)
+    finally:
+        fl.register_impl(lax.add_p, "numpy", prev)
+    assert calls == [1]
+    half_built = object.__new__(fl.Array)   # an Array whose construction failed part-way
+    for args in ((fnp.ones(2), half_built), (half_built, fnp.ones(2))):
+        with pytest.raises(AttributeError):
+            fnp.add(*args)
+    with pytest.raises(TypeError, match=r"add\(\) takes exactly 2 positional arguments"):
+        fnp.add(fnp.ones(2))

@@ -58,7 +58,8 @@ def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = ""):
                     return a
         return lax_fn(*promote(name, x1, x2))
     return _accelerated(_named(op, name, doc or f"Elementwise ``{name}`` with broadcasting and type promotion: "
-                                             f"``fnp.{name}(x1, x2)``."), prim, ok)
+                                             f"``fnp.{name}(x1, x2)``."), prim, ok,
+                        lambda x1, x2: lax_fn(*promote(name, x1, x2)))
 
 
 def _named(op, name: str, doc: str):
@@ -66,14 +67,15 @@ def _named(op, name: str, doc: str):
     return op
 
 
-def _accelerated(op, prim, ok):
-    """``op`` behind the C fast path of flfun/_dispatch.c when it was built (``op`` stays its fallback)."""
+def _accelerated(op, prim, ok, general):
+    """``op`` behind the C fast path of flfun/_dispatch.c when it was built: ``op`` stays its fallback, and
+    ``general`` (``op`` without its own fast path) gives the clear error when the impl raised."""
     try:
         from flfun import _dispatch
     except ImportError:
         return op
     _dispatch.setup(Array, _state, _FLOATS)
-    fast = _dispatch.BinaryOp(prim.impls, ok, op)
+    fast = _dispatch.BinaryOp(prim.impls, ok, op, general)
     fast.__name__, fast.__qualname__, fast.__doc__, fast.__wrapped__ = op.__name__, op.__name__, op.__doc__, op
     return fast
 
@@ -99,7 +101,8 @@ def _divide_any(x1, x2, /):
     return lax.div(*promote("divide", x1, x2, to_float=True))
 
 
-divide = true_divide = _accelerated(_named(_divide_any, "divide", _divide_any.__doc__), lax.div_p, _FLOATS)
+divide = true_divide = _accelerated(_named(_divide_any, "divide", _divide_any.__doc__), lax.div_p, _FLOATS,
+                                    lambda x1, x2: lax.div(*promote("divide", x1, x2, to_float=True)))
 
 
 def _promoted(lax_fn, name: str, doc: str, to_float: bool = False, kinds: str = ""):
