@@ -321,3 +321,10 @@ def test_layer_input_errors():
         nn.MLP([4], key=K)
     with pytest.raises(ValueError, match="Sequential: layer 0 is not callable"):
         nn.Sequential(3)
+
+
+@pytest.mark.parametrize("layer", [nn.AvgPool2d, nn.MaxPool2d])
+def test_pool_layers_channels_last(layer):
+    x = fnp.asarray(np.random.default_rng(0).standard_normal((2, 3, 8, 6)).astype(np.float32))
+    nhwc = layer(2, channels_last=True)(fnp.transpose(x, (0, 2, 3, 1)))
+    np.testing.assert_allclose(np.asarray(nhwc), np.asarray(fnp.transpose(layer(2)(x), (0, 2, 3, 1))), rtol=1e-6)

@@ -213,16 +213,19 @@ def max_pool(x, window: Sequence[int], channels_last: bool = False) -> Array:
 
 class _Pool2d(Module):
     window: tuple = static_field()
+    channels_last: bool = static_field()
 
-    def __init__(self, window=2):
+    def __init__(self, window=2, channels_last: bool = False):
         self.window = _tuple(window, 2, "window", type(self).__name__)
+        self.channels_last = bool(channels_last)
 
     def __call__(self, x) -> Array:
-        return self.pool(x, self.window)
+        return self.pool(x, self.window, self.channels_last)
 
 
 class AvgPool2d(_Pool2d):
-    """2-d average pooling, stride = window: ``AvgPool2d(2)(x)`` halves H and W."""
+    """2-d average pooling, stride = window: ``AvgPool2d(2)(x)`` halves H and W (of NHWC data with
+    ``channels_last=True``, as after ``Conv2d(..., channels_last=True)``)."""
     pool = staticmethod(avg_pool)
 
 
