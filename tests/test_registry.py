@@ -11,7 +11,7 @@ import flfun as fl
 import flfun.numpy as fnp
 from flfun import primitives
 from flfun.core import Primitive, ShapedArray, bind, register_impl
-from flfun.primitives.common import Zero, is_zero, tangent_aval_of
+from flfun.primitives.common import Zero, is_zero, tangent_aval
 
 
 @pytest.fixture
@@ -117,7 +117,7 @@ register_impl(cube_p, "numpy", lambda x: x * x * x)
 def _cube_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
     out = cube(x)
-    return out, Zero(tangent_aval_of(out)) if is_zero(t) else t * 3.0 * x * x
+    return out, Zero(tangent_aval(out)) if is_zero(t) else t * 3.0 * x * x
 
 
 @cube_p.def_batch

@@ -140,7 +140,6 @@ def test_stop_gradient():
 def test_check_grads_detects_a_wrong_rule():
     """A test that cannot fail is a defect: a deliberately wrong jvp rule must be caught."""
     from flfun import primitives
-    from flfun.primitives.common import tangent_aval_of
     sin = primitives.get("sin")
     old = sin.jvp
     sin.def_jvp(lambda primals, tangents: (fnp.sin(primals[0]), tangents[0] * 2.0))
@@ -149,4 +148,3 @@ def test_check_grads_detects_a_wrong_rule():
             check_grads(lambda x: fnp.sin(x), (np.array([0.3, 0.5]),), order=1)
     finally:
         sin.def_jvp(old)
-    del tangent_aval_of

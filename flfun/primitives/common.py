@@ -51,7 +51,6 @@ def tangent_aval(x) -> ShapedArray:
     return ShapedArray(x.shape, x.dtype)
 
 
-tangent_aval_of = tangent_aval
 
 
 # -------------------------------------------------------------------------------------------------- shape rules
