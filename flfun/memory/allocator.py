@@ -409,15 +409,14 @@ class CachingAllocator(BaseAllocator):
                  min_block_size: int = 512, small_size: int = SMALL_SIZE, small_buffer: int = 2 * MiB,
                  large_buffer: int = 20 * MiB, min_large_alloc: int = 10 * MiB, round_large: int = 2 * MiB):
         super().__init__(device, memory, capacity)
-        for name, v in (("max_split_size", max_split_size), ("recycling_size_limit", recycling_size_limit),
-                        ("oversize_slack", oversize_slack)):
-            if v is not None and (not _is_int(v) or v <= 0):
-                raise ValueError(f"{name}: expected a positive int or None, got {v!r}")
         geometry = {"min_block_size": min_block_size, "small_size": small_size, "small_buffer": small_buffer,
                     "large_buffer": large_buffer, "min_large_alloc": min_large_alloc, "round_large": round_large}
-        for name, v in geometry.items():
-            if not _is_int(v) or v <= 0 or v % ALIGNMENT:
-                raise ValueError(f"{name}: expected a positive multiple of {ALIGNMENT}, got {v!r}")
+        for name, v in {"max_split_size": max_split_size, "recycling_size_limit": recycling_size_limit,
+                        "oversize_slack": oversize_slack, **geometry}.items():
+            step = ALIGNMENT if name in geometry else None
+            if (v is not None or step) and (not _is_int(v) or v <= 0 or step and v % step):
+                raise ValueError(f"{name}: expected a positive {f'multiple of {step}' if step else 'int or None'}, "
+                                 f"got {v!r}")
         if small_buffer < small_size:
             raise ValueError(f"small_buffer: must be >= small_size ({small_size}), got {small_buffer}")
         self.__dict__.update(geometry)

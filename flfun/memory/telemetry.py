@@ -269,15 +269,21 @@ class ReplayResult:
 
     def summary(self) -> dict:
         """Peaks, byte-weighted mean internal fragmentation, fragmentation at peak reserved, OOM count."""
-        alloc_sum = float(self.allocated.sum())
-        peak_reserved, peak_requested = int(self.reserved.max(initial=0)), int(self.requested.max(initial=0))
-        return {"peak_reserved": peak_reserved, "peak_allocated": int(self.allocated.max(initial=0)),
-                "peak_requested": peak_requested,
-                "internal_fragmentation": (1.0 - float(self.requested.sum()) / alloc_sum) if alloc_sum else 0.0,
-                "fragmentation_at_peak": float(self.fragmentation[np.argmax(self.reserved)]) if len(self.reserved)
-                else 0.0,
-                "reserved_overhead": (1.0 - peak_requested / peak_reserved) if peak_reserved else 0.0,
-                "ooms": len(self.ooms), "device_mallocs": self.stats.get("num_device_alloc", 0)}
+        alloc_sum, peak_res, peak_req = float(self.allocated.sum()), *(int(a.max(initial=0)) for a in
+                                                                       (self.reserved, self.requested))
+        return dict(zip(_COLUMNS, (
+            peak_res, int(self.allocated.max(initial=0)), peak_req,
+            (1.0 - float(self.requested.sum()) / alloc_sum) if alloc_sum else 0.0,
+            float(self.fragmentation[np.argmax(self.reserved)]) if len(self.reserved) else 0.0,
+            (1.0 - peak_req / peak_res) if peak_res else 0.0, len(self.ooms), self.stats.get("num_device_alloc", 0))))
+
+
+_pct = "{:.2%}".format
+# summary key -> (table heading, width, formatter)
+_COLUMNS = {"peak_reserved": ("peak reserved", 15, _fmt), "peak_allocated": ("peak alloc", 13, _fmt),
+            "peak_requested": ("peak live", 13, _fmt), "internal_fragmentation": ("int.frag", 10, _pct),
+            "fragmentation_at_peak": ("frag@peak", 11, _pct), "reserved_overhead": ("overhead", 10, _pct),
+            "ooms": ("OOMs", 6, str), "device_mallocs": ("mallocs", 9, str)}
 
 
 def _counters(allocator) -> Callable[[], tuple[int, int, int]]:
@@ -347,16 +353,12 @@ def compare(trace: Trace, allocators: dict, *, plot: str | None = None, title: s
 
 def format_table(results: dict[str, ReplayResult], title: str = "") -> str:
     """A fixed-width table of each result's summary."""
-    head = f"{'policy':<22}{'peak reserved':>15}{'peak alloc':>13}{'peak live':>13}{'int.frag':>10}" \
-           f"{'frag@peak':>11}{'overhead':>10}{'OOMs':>6}{'mallocs':>9}"
+    head = f"{'policy':<22}" + "".join(f"{h:>{w}}" for h, w, _ in _COLUMNS.values())
     lines = [title] if title else []
     lines += [head, "-" * len(head)]
     for name, r in results.items():
-        s = r.summary()
-        lines.append(f"{name:<22}{_fmt(s['peak_reserved']):>15}{_fmt(s['peak_allocated']):>13}"
-                     f"{_fmt(s['peak_requested']):>13}{s['internal_fragmentation']:>10.2%}"
-                     f"{s['fragmentation_at_peak']:>11.2%}{s['reserved_overhead']:>10.2%}{s['ooms']:>6}"
-                     f"{s['device_mallocs']:>9}")
+        lines.append(f"{name:<22}" + "".join(f"{f(v):>{w}}" for (_, w, f), v in zip(_COLUMNS.values(),
+                                                                                   r.summary().values())))
     return "\n".join(lines)
 
 
@@ -388,32 +390,26 @@ def to_memory_viz(trace: Trace, path: str, allocator: Allocator | None = None) -
     alloc = allocator if allocator is not None else CachingAllocator(memory="virtual")
     if not hasattr(alloc, "events"):
         raise ValueError("to_memory_viz: allocator must log events (a flfun.memory BaseAllocator)")
-    alloc.events = log = []
-    ops: dict[int, str] = {}
-    blocks: dict[int, object] = {}
-    times: list[int] = []
+    alloc.events, ops, blocks, times = [], {}, {}, []
     for _, e, oom in _steps(trace, alloc, blocks):
         if oom:
-            log.append(("oom", 0, e.requested))
+            alloc.events.append(("oom", 0, e.requested))
         elif e.kind == "alloc":
             ops[blocks[e.id].ptr] = e.op
-        times += [e.t_ns // 1000] * (len(log) - len(times))
-    alloc.events = None
+        times += [e.t_ns // 1000] * (len(alloc.events) - len(times))
+    log, alloc.events = alloc.events, None
     names = {"free": ["free_requested", "free_completed"]}   # PyTorch's action names where they differ from ours
     frames = lambda ptr: [{"name": ops.get(ptr, "?"), "filename": "flfun", "line": 0}]
     device_trace = [{"action": a, "addr": ptr, "size": size, "stream": 0, "frames": frames(ptr), "time_us": t}
                     for (action, ptr, size), t in zip(log, times) for a in names.get(action, [action])]
-    segments = []
-    for seg, blks in getattr(alloc, "segments", list)():
-        live = [b for b in blks if b.allocated]
-        segments.append({
-            "device": 0, "address": seg.ptr, "total_size": seg.size, "stream": 0,
-            "segment_type": "small" if seg.pool == "small_pool" else "large", "segment_pool_id": [0, 0],
-            "is_expandable": False, "frames": [], "allocated_size": sum(b.size for b in live),
-            "active_size": sum(b.size for b in live), "requested_size": sum(b.requested for b in live),
-            "blocks": [{"address": b.ptr, "size": b.size, "requested_size": b.requested if b.allocated else 0,
-                        "state": "active_allocated" if b.allocated else "inactive", "frames": frames(b.ptr)}
-                       for b in blks]})
+    live = lambda blks, attr: sum(getattr(b, attr) for b in blks if b.allocated)
+    segments = [{"device": 0, "address": seg.ptr, "total_size": seg.size, "stream": 0,
+                 "segment_type": seg.pool.removesuffix("_pool"), "segment_pool_id": [0, 0], "is_expandable": False,
+                 "frames": [], "allocated_size": live(blks, "size"), "active_size": live(blks, "size"),
+                 "requested_size": live(blks, "requested"),
+                 "blocks": [{"address": b.ptr, "size": b.size, "requested_size": b.requested if b.allocated else 0,
+                             "state": "active_allocated" if b.allocated else "inactive", "frames": frames(b.ptr)}
+                            for b in blks]} for seg, blks in getattr(alloc, "segments", list)()]
     snapshot = {"segments": segments, "device_traces": [device_trace],
                 "allocator_settings": {k: getattr(alloc, k, None) for k in
                                        ("max_split_size", "recycling_size_limit", "capacity")}}
