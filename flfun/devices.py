@@ -12,12 +12,16 @@ from typing import Any, Sequence
 import numpy as np
 
 from flfun.array import Array
+from flfun.backends import get_backend
 from flfun.backends.base import Device
+from flfun.config import config
+from flfun.core import Tracer, default_device, to_array, wrap
+from flfun.distributed import is_initialized, world
+from flfun.sharded import ShardedArray
+from flfun.tree import tree_flatten, tree_map, tree_unflatten
 
 
 def _backend(backend: str | None):
-    from flfun.backends import get_backend
-    from flfun.config import config
     return get_backend(backend or config.default_backend)
 
 
@@ -41,7 +45,6 @@ def devices(backend: str | None = None) -> list[Device]:
         >>> len(flfun.devices()) == flfun.device_count()
         True
     """
-    from flfun.distributed import world
     local = local_devices(backend)
     return local if world() is None or local[0] not in world().devices else list(world().devices)
 
@@ -58,13 +61,11 @@ def local_device_count(backend: str | None = None) -> int:
 
 def process_index() -> int:
     """This process's rank among the processes joined by ``flfun.distributed.initialize()`` (0 if alone)."""
-    from flfun.distributed import world
     return 0 if world() is None else world().rank
 
 
 def process_count() -> int:
     """Number of processes joined by ``flfun.distributed.initialize()`` (1 if alone)."""
-    from flfun.distributed import world
     return 1 if world() is None else world().size
 
 
@@ -79,8 +80,6 @@ def set_cpu_device_count(n: int) -> list[Device]:
         >>> len(flfun.set_cpu_device_count(4))
         4
     """
-    from flfun.config import config
-    from flfun.distributed import is_initialized
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"set_cpu_device_count: n must be a positive int, got {n!r}")
     if is_initialized():
@@ -94,7 +93,6 @@ def set_cpu_device_count(n: int) -> list[Device]:
 
 
 def _put_leaf(x, device: Device) -> Any:
-    from flfun.core import Tracer, to_array, wrap
     if isinstance(x, Tracer):
         return x
     if type(x) is not Array:
@@ -118,8 +116,6 @@ def device_put(x: Any, device: Device | None = None) -> Any:
         >>> flfun.device_put(fnp.ones(3), cpu1).device
         cpu:1
     """
-    from flfun.core import default_device
-    from flfun.tree import tree_map
     device = default_device() if device is None else device
     if not isinstance(device, Device):
         raise ValueError(f"device_put: device must be a flfun Device (see flfun.devices()), got {device!r:.60}")
@@ -139,8 +135,6 @@ def device_put_sharded(shards: Sequence, devices: Sequence[Device]) -> Any:
         >>> x.shape
         (2, 3)
     """
-    from flfun.sharded import ShardedArray
-    from flfun.tree import tree_flatten, tree_unflatten
     shards, devices = list(shards), list(devices)
     if len(shards) != len(devices) or not shards:
         raise ValueError(f"device_put_sharded: need one shard per device, got {len(shards)} shards for "

@@ -33,26 +33,19 @@ def _layout(tree) -> list[tuple[np.dtype, list[int]]]:
 
 
 def _flat(tree, layout, n: int) -> tuple:
-    """One padded 1-D vector per dtype group (length a multiple of ``n``)."""
+    """One 1-D vector per dtype group, zero-padded to a multiple of ``n``."""
     leaves = tree_leaves(tree)
-    out = []
-    for dtype, idx in layout:
-        parts = [fnp.reshape(leaves[i], (-1,)) for i in idx]
-        pad = -sum(prod(leaves[i].shape) for i in idx) % n
-        parts += [fnp.zeros((pad,), dtype=dtype)] if pad else []
-        out.append(fnp.concatenate(parts) if len(parts) > 1 else parts[0])
-    return tuple(out)
+    flats = [[fnp.reshape(leaves[i], (-1,)) for i in idx] for _, idx in layout]
+    return tuple(fnp.concatenate(p + [fnp.zeros((-sum(x.shape[0] for x in p) % n,), dtype=dt)])
+                 for p, (dt, _) in zip(flats, layout))
 
 
 def _unflat(flats: tuple, layout, like) -> Any:
-    leaves = tree_leaves(like)
-    out: list = [None] * len(leaves)
+    leaves, out = tree_leaves(like), {}
     for flat, (_, idx) in zip(flats, layout):
-        start = 0
-        for i in idx:
-            out[i] = fnp.reshape(flat[start:start + prod(leaves[i].shape)], leaves[i].shape)
-            start += prod(leaves[i].shape)
-    return tree_unflatten(tree_structure(like), out)
+        ends = np.cumsum([prod(leaves[i].shape) for i in idx])
+        out.update((i, fnp.reshape(flat[e - prod(leaves[i].shape):e], leaves[i].shape)) for i, e in zip(idx, ends))
+    return tree_unflatten(tree_structure(like), [out[i] for i in range(len(leaves))])
 
 
 def _my_chunk(flat, axis_name):

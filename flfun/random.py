@@ -108,6 +108,19 @@ def _hash_counters(key, shape: tuple[int, ...]):
 
 
 # ---------------------------------------------------------------------------------------------------- keys
+def _int_words(x, fn: str, arg: str):
+    """An integer scalar ``x`` (Python, numpy or Array, also traced) as uint32 words ``(high, low)`` of
+    ``x mod 2**64``."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        s = int(x) % 2 ** 64
+        return fnp.asarray(np.uint32(s >> 32)), fnp.asarray(np.uint32(s & 0xFFFFFFFF))
+    if not isinstance(x, Array) or x.shape != () or not dtypes.is_int(x.dtype):
+        raise ValueError(f"{fn}: {arg} must be an integer scalar, got {x!r:.60}")
+    hi = (lax.convert_element_type(lax.shift_right_logical(x, x.dtype.type(32)), _U32)
+          if x.dtype.itemsize == 8 else lax.full((), 0, _U32))
+    return hi, lax.convert_element_type(x, _U32)
+
+
 def key(seed) -> Array:
     """A new key from an integer seed (a Python int or an integer array, also traced): ``uint32[2]``.
 
@@ -119,17 +132,7 @@ def key(seed) -> Array:
         >>> k.shape, k.dtype
         ((2,), dtype('uint32'))
     """
-    if isinstance(seed, (bool, float, np.floating)):
-        raise ValueError(f"key: seed must be an integer, got {seed!r}")
-    if isinstance(seed, (int, np.integer)):
-        s = int(seed) % 2 ** 64
-        return fnp.asarray(np.array([s >> 32, s & 0xFFFFFFFF], dtype=np.uint32))
-    if not isinstance(seed, Array) or seed.shape != () or not dtypes.is_int(seed.dtype):
-        raise ValueError(f"key: seed must be an integer scalar, got {seed!r:.60}")
-    lo = lax.convert_element_type(seed, _U32)
-    hi = (lax.convert_element_type(lax.shift_right_logical(seed, seed.dtype.type(32)), _U32)
-          if seed.dtype.itemsize == 8 else lax.full((), 0, _U32))
-    return _stack_last(hi, lo)
+    return _stack_last(*_int_words(seed, "key", "seed"))
 
 
 PRNGKey = key
@@ -152,13 +155,7 @@ def fold_in(key: Array, data) -> Array:
 
         >>> step_key = flfun.random.fold_in(flfun.random.key(0), 7)
     """
-    key = _check_key(key, "fold_in")
-    if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
-        d = fnp.asarray(np.array([int(data) % 2 ** 32], dtype=np.uint32))
-    elif isinstance(data, Array) and data.shape == () and dtypes.is_int(data.dtype):
-        d = lax.reshape(lax.convert_element_type(data, _U32), (1,))
-    else:
-        raise ValueError(f"fold_in: data must be an integer scalar, got {data!r:.60}")
+    key, d = _check_key(key, "fold_in"), lax.reshape(_int_words(data, "fold_in", "data")[1], (1,))
     return lax.reshape(_stack_last(*_threefry_key(key, lax.full((1,), 0, _U32), d)), (2,))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from types import SimpleNamespace
 
 from flfun.distributed.communicator import (CollectiveAbortedError, CollectiveError, CollectiveTimeoutError,
                                             Communicator, ThreadCommunicator)
@@ -17,14 +18,7 @@ from flfun.distributed.communicator import (CollectiveAbortedError, CollectiveEr
 _timeout = float(os.environ.get("FLFUN_COLLECTIVE_TIMEOUT", "300"))
 
 
-class _World:
-    def __init__(self, comm, devices: list, local_count: int):
-        self.comm, self.devices, self.local_count = comm, devices, local_count
-        self.rank, self.size = comm.rank, comm.size
-        self.all_comm: Communicator | None = None
-
-
-_world: _World | None = None
+_world: SimpleNamespace | None = None        # comm, devices, local_count, rank, size, all_comm
 
 
 def get_timeout() -> float:
@@ -82,18 +76,15 @@ def initialize(abort_on_error: bool = True) -> None:
     for d in local:
         d.process_index = comm.rank
     layout = MPI.COMM_WORLD.allgather([(d.platform, d.id, d.backend) for d in local])
-    counts = {len(x) for x in layout}
-    if len(counts) != 1:
+    if len({len(x) for x in layout}) != 1:
         raise ValueError(f"initialize: every process must have the same number of local devices, got "
                          f"{[len(x) for x in layout]} (set FLFUN_CPU_DEVICES alike on every rank)")
     devices = [d for p, descr in enumerate(layout) for d in (local if p == comm.rank else [
         Device(plat, i, backend, None, process_index=p) for plat, i, backend in descr])]
-    _world = _World(comm, devices, len(local))
-    if abort_on_error and comm.size > 1:
-        _install_excepthook(comm)
-
-
-def _install_excepthook(comm) -> None:
+    _world = SimpleNamespace(comm=comm, devices=devices, local_count=len(local), rank=comm.rank, size=comm.size,
+                             all_comm=None)
+    if not (abort_on_error and comm.size > 1):
+        return
     previous = sys.excepthook
 
     def hook(tp, value, tb):
@@ -107,7 +98,7 @@ def _install_excepthook(comm) -> None:
     sys.excepthook = hook
 
 
-def world() -> _World | None:
+def world() -> SimpleNamespace | None:
     return _world
 
 

@@ -19,6 +19,7 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
+from flfun.devices import process_index
 from flfun.distributed.communicator import CollectiveError, Communicator, ThreadCommunicator
 
 _tls = threading.local()
@@ -40,10 +41,8 @@ class Mesh:
     """
 
     def __init__(self, devices: Sequence, names: tuple[Hashable, ...], shape: tuple[int, ...]):
-        from flfun.devices import process_index
         self.devices, self.names, self.shape = tuple(devices), tuple(names), tuple(shape)
-        me = process_index()
-        self.local = [(g, d) for g, d in enumerate(self.devices) if d.process_index == me]
+        self.local = [(g, d) for g, d in enumerate(self.devices) if d.process_index == process_index()]
         firsts = sorted({int(np.unravel_index(g, self.shape)[0]) for g, _ in self.local})
         #: local device index -> which shard (along the first axis) of this process's inputs it runs
         self.outer = {g: firsts.index(int(np.unravel_index(g, self.shape)[0])) for g, _ in self.local}
@@ -58,7 +57,6 @@ class Mesh:
         return f"Mesh({dict(zip(self.names, self.shape))}, {list(self.devices)})"
 
     def _make_comm(self, members: tuple) -> Communicator:
-        from flfun.devices import process_index
         devs = [self.devices[m] for m in members]
         if all(d.process_index == process_index() for d in devs):
             if devs[0].platform == "gpu":           # NCCL; one GPU makes a one-rank clique
@@ -106,8 +104,7 @@ def _blas_threads(n: int):
     """Limit BLAS to ``n`` threads inside the block (restored after)."""
     saved = [(lib, lib.num_threads) for lib in _blas()]
     for lib, k in saved:
-        if k > n:
-            lib.set_num_threads(n)
+        lib.set_num_threads(min(k, n))
     try:
         yield
     finally:
