@@ -99,10 +99,8 @@ def _put_leaf(x, device: Device) -> Any:
         x = to_array(np.asarray(x)) if isinstance(x, Array) else to_array(x)
     if x._device is device:
         return x
-    src = x._device
-    if src.platform == device.platform == "cpu":
-        return wrap(x._value, device)          # immutable host buffers are shared, never copied
-    return wrap(device.put(src.to_host(x._value)), device)
+    src = x._device                            # immutable host buffers are shared between CPUs, never copied
+    return wrap(x._value if src.platform == device.platform == "cpu" else device.put(src.to_host(x._value)), device)
 
 
 def device_put(x: Any, device: Device | None = None) -> Any:

@@ -48,10 +48,11 @@ def _unflat(flats: tuple, layout, like) -> Any:
     return tree_unflatten(tree_structure(like), [out[i] for i in range(len(leaves))])
 
 
-def _my_chunk(flat, axis_name):
+def _my_chunks(tree, layout, axis_name) -> tuple:
+    """This member's chunk of each of ``_flat(tree, layout, axis size)``."""
     n = axis_size(axis_name)
-    k = flat.shape[0] // n
-    return dynamic_slice(flat, (axis_index(axis_name) * k,), (k,))
+    return tuple(dynamic_slice(f, (axis_index(axis_name) * (f.shape[0] // n),), (f.shape[0] // n,))
+                 for f in _flat(tree, layout, n))
 
 
 def sharded(optimizer, axis_name, *, average: bool = True, max_norm: float | None = None):
@@ -82,8 +83,7 @@ def sharded(optimizer, axis_name, *, average: bool = True, max_norm: float | Non
         raise ValueError(f"sharded: max_norm must be a positive number or None, got {max_norm!r}")
 
     def init(params):
-        flats = _flat(params, _layout(params), axis_size(axis_name))
-        return ShardedState(optimizer.init(tuple(_my_chunk(f, axis_name) for f in flats)))
+        return ShardedState(optimizer.init(_my_chunks(params, _layout(params), axis_name)))
 
     def update(grads, state, params=None):
         layout = _layout(grads)
@@ -95,7 +95,7 @@ def sharded(optimizer, axis_name, *, average: bool = True, max_norm: float | Non
             sq = psum(sum(fnp.sum(c * c) for c in g), axis_name)
             coef = fnp.minimum(max_norm / (fnp.sqrt(sq) + 1e-6), 1.0)
             g = [c * fnp.astype(coef, c.dtype) for c in g]
-        p = None if params is None else tuple(_my_chunk(f, axis_name) for f in _flat(params, layout, n))
+        p = None if params is None else _my_chunks(params, layout, axis_name)
         u, inner = optimizer.update(tuple(g), state.inner, p)
         full = tuple(all_gather(c, axis_name, tiled=True) for c in u)
         return _unflat(full, layout, grads), ShardedState(inner)

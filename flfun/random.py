@@ -25,10 +25,6 @@ _KINDS = {"f": "a floating-point type", "u": "an unsigned integer type", "iu": "
 
 
 # ------------------------------------------------------------------------------------------------- threefry
-def _rotl(x, r: int):
-    return lax.or_(lax.shift_left(x, np.uint32(r)), lax.shift_right_logical(x, np.uint32(32 - r)))
-
-
 def threefry_2x32(k0, k1, x0, x1):
     """The threefry-2x32 block cipher (20 rounds) of Salmon et al. (Random123) on uint32 arrays.
 
@@ -49,7 +45,7 @@ def threefry_2x32(k0, k1, x0, x1):
     for i in range(5):
         for r in _ROTATIONS[i % 2]:
             x0 = lax.add(x0, x1)
-            x1 = lax.xor(x0, _rotl(x1, r))
+            x1 = lax.xor(x0, lax.or_(lax.shift_left(x1, np.uint32(r)), lax.shift_right_logical(x1, np.uint32(32 - r))))
         x0 = lax.add(x0, ks[(i + 1) % 3])
         x1 = lax.add(lax.add(x1, ks[(i + 2) % 3]), np.uint32(i + 1))
     return x0, x1
@@ -177,14 +173,6 @@ def bits(key: Array, shape: Sequence[int] = (), dtype=np.uint32) -> Array:
 
 
 # ------------------------------------------------------------------------------------------------- floats
-def _unit(key, shape, dt):
-    """Floats in ``[0, 1)`` with all mantissa bits random (the same values as JAX's bit trick)."""
-    nmant, nbits = np.finfo(dt).nmant, dt.itemsize * 8
-    ut = np.dtype(f"uint{nbits}")
-    mant = lax.shift_right_logical(bits(key, shape, ut), ut.type(nbits - nmant))
-    return lax.mul(lax.convert_element_type(mant, dt), dt.type(2.0 ** -nmant))
-
-
 def uniform(key: Array, shape: Sequence[int] = (), dtype=np.float32, minval=0.0, maxval=1.0) -> Array:
     """Uniform floats in ``[minval, maxval)``.
 
@@ -194,7 +182,10 @@ def uniform(key: Array, shape: Sequence[int] = (), dtype=np.float32, minval=0.0,
     """
     key, shape, dt = _args(key, shape, dtype, "uniform")
     minval, maxval = fnp.asarray(minval, dtype=dt), fnp.asarray(maxval, dtype=dt)
-    return fnp.maximum(minval, _unit(key, shape, dt) * (maxval - minval) + minval)
+    nmant, ut = np.finfo(dt).nmant, np.dtype(f"uint{dt.itemsize * 8}")   # floats in [0, 1), all mantissa bits random
+    mant = lax.shift_right_logical(bits(key, shape, ut), ut.type(dt.itemsize * 8 - nmant))
+    unit = lax.mul(lax.convert_element_type(mant, dt), dt.type(2.0 ** -nmant))
+    return fnp.maximum(minval, unit * (maxval - minval) + minval)
 
 
 def _erfinv(x):
@@ -255,9 +246,8 @@ def bernoulli(key: Array, p=0.5, shape: Sequence[int] | None = None) -> Array:
         >>> mask = flfun.random.bernoulli(flfun.random.key(0), 0.9, (8,))
     """
     key = _check_key(key, "bernoulli")
-    p = fnp.asarray(p) if not isinstance(p, Array) else p
-    if not dtypes.is_float(p.dtype):
-        p = lax.convert_element_type(p, dtypes.DEFAULT_FLOAT)
+    p = fnp.asarray(p)
+    p = p if dtypes.is_float(p.dtype) else lax.convert_element_type(p, dtypes.DEFAULT_FLOAT)
     shape = _canonical_shape(p.shape if shape is None else shape, "bernoulli")
     return uniform(key, shape, p.dtype) < p
 
@@ -284,7 +274,7 @@ def categorical(key: Array, logits, axis: int = -1, shape: Sequence[int] | None 
         >>> flfun.random.categorical(flfun.random.key(0), fnp.log(fnp.asarray([0.1, 0.9])))
     """
     key = _check_key(key, "categorical")
-    logits = fnp.asarray(logits) if not isinstance(logits, Array) else logits
+    logits = fnp.asarray(logits)
     axis = canonical_axis(axis, logits.ndim, "categorical")
     logits = logits if axis == logits.ndim - 1 else fnp.moveaxis(logits, axis, -1)
     batch = tuple(logits.shape[:-1])
@@ -320,8 +310,7 @@ def _shuffle(key, x, axis: int):
     rounds = math.ceil(3 * math.log(max(1, n)) / math.log(2 ** 32 - 1))
     for _ in range(rounds):
         key, sub = split(key)
-        sort_keys = bits(sub, x.shape)
-        x = lax.sort((sort_keys, x), dimension=axis, is_stable=True, num_keys=1)[1]
+        x = lax.sort((bits(sub, x.shape), x), dimension=axis, is_stable=True, num_keys=1)[1]
     return x
 
 
@@ -339,14 +328,13 @@ def permutation(key: Array, x, axis: int = 0, independent: bool = False) -> Arra
         if x < 0:
             raise ValueError(f"permutation: x must be a non-negative int or an array, got {x}")
         return _shuffle(key, fnp.arange(int(x)), 0)
-    x = fnp.asarray(x) if not isinstance(x, Array) else x
+    x = fnp.asarray(x)
     if x.ndim == 0:
         raise ValueError("permutation: x must be a non-negative int or an array with at least one dimension")
     axis = canonical_axis(axis, x.ndim, "permutation")
     if independent or x.ndim == 1:
         return _shuffle(key, x, axis)
-    ind = _shuffle(key, fnp.arange(x.shape[axis]), 0)
-    return fnp.take(x, ind, axis=axis)
+    return fnp.take(x, _shuffle(key, fnp.arange(x.shape[axis]), 0), axis=axis)
 
 
 def shuffle(key: Array, x, axis: int = 0) -> Array:

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 from flfun.distributed.communicator import (CollectiveAbortedError, CollectiveError, CollectiveTimeoutError,
                                             Communicator, ThreadCommunicator)
+from flfun.distributed.mpi import HierarchicalCommunicator, MPICommunicator
 
 _timeout = float(os.environ.get("FLFUN_COLLECTIVE_TIMEOUT", "300"))
 
@@ -70,7 +71,6 @@ def initialize(abort_on_error: bool = True) -> None:
                           "pip install 'flfun[distributed]' (installs mpi4py and the mpich wheel)") from None
     from flfun.backends.base import Device
     from flfun.devices import local_devices
-    from flfun.distributed.mpi import MPICommunicator
     comm = MPICommunicator(MPI.COMM_WORLD)
     local = local_devices()
     for d in local:
@@ -117,7 +117,6 @@ def world_communicator(devs: list) -> Communicator:
         elif _world.local_count == 1:
             _world.all_comm = _world.comm
         else:
-            from flfun.distributed.mpi import HierarchicalCommunicator
             _world.all_comm = HierarchicalCommunicator(ThreadCommunicator(_world.local_count), _world.comm)
     return _world.all_comm
 

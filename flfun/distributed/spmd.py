@@ -69,16 +69,14 @@ class Mesh:
     def context(self, g: int) -> dict:
         """The collective context of global device index ``g``: ``{name: (communicator, member index)}``."""
         ctx = self._contexts.get(g)
-        if ctx is not None:
-            return ctx
-        coords = np.unravel_index(g, self.shape)
-        ctx = self._contexts[g] = {}
-        with self._lock:
-            for k, name in enumerate(self.names):     # the members of axis k: g's coordinates but the k-th
-                members = tuple(int(m) for m in self._ids[coords[:k] + (slice(None),) + coords[k + 1:]])
-                if (k, members) not in self._comms:
-                    self._comms[(k, members)] = self._make_comm(members)
-                ctx[name] = (self._comms[(k, members)], int(coords[k]))
+        if ctx is None:
+            ctx, coords = {}, np.unravel_index(g, self.shape)
+            with self._lock:
+                for k, name in enumerate(self.names):     # the members of axis k: g's coordinates but the k-th
+                    km = (k, tuple(int(m) for m in self._ids[coords[:k] + (slice(None),) + coords[k + 1:]]))
+                    comm = self._comms.get(km) or self._comms.setdefault(km, self._make_comm(km[1]))
+                    ctx[name] = (comm, int(coords[k]))
+            self._contexts[g] = ctx
         return ctx
 
     def abort(self, reason: str) -> None:
