@@ -135,8 +135,8 @@ class Block:
         return self.buffer[:nbytes].view(dtype).reshape(shape)
 
     def __repr__(self):
-        state = "allocated" if self.allocated else "free"
-        return f"Block(ptr={self.ptr:#x}, size={self.size}, requested={self.requested}, {state})"
+        return (f"Block(ptr={self.ptr:#x}, size={self.size}, requested={self.requested}, "
+                f"{'allocated' if self.allocated else 'free'})")
 
 
 @contextlib.contextmanager
@@ -306,10 +306,8 @@ class BaseAllocator:
         """
         out = {f"{name}.{pool}.{field}": getattr(st, field) for name, pools in self._stats.items()
                for pool, st in pools.items() for field in _Stat.__slots__}
-        free, used = self.free_blocks(), out["allocated_bytes.all.current"]
-        requested = out["requested_bytes.all.current"]
-        cached_free = out["reserved_bytes.all.current"] - used
-        largest = max((b.size for b in free), default=0)
+        free, used, requested = self.free_blocks(), out["allocated_bytes.all.current"], out["requested_bytes.all.current"]
+        cached_free, largest = out["reserved_bytes.all.current"] - used, max((b.size for b in free), default=0)
         out.update(num_alloc_retries=self.num_alloc_retries, num_ooms=self.num_ooms,
                    num_device_alloc=out["segment.all.allocated"], num_device_free=out["segment.all.freed"],
                    cached_free_bytes=cached_free, largest_free_block=largest,
@@ -363,11 +361,13 @@ class DirectAllocator(BaseAllocator):
 
 
 # ----------------------------------------------------------------------------------------------------- caching
-def _link(a: Block | None, b: Block | None) -> None:
-    if a is not None:
-        a.next = b
-    if b is not None:
-        b.prev = a
+def _link(*chain: Block | None) -> None:
+    """Make the blocks of ``chain`` neighbours in that order (``None`` ends it)."""
+    for a, b in itertools.pairwise(chain):
+        if a is not None:
+            a.next = b
+        if b is not None:
+            b.prev = a
 
 
 class CachingAllocator(BaseAllocator):
@@ -433,8 +433,8 @@ class CachingAllocator(BaseAllocator):
         if nbytes < mb:
             return mb
         div = self.roundup_power2_divisions(nbytes)
-        if div > 1 and nbytes > mb * div:
-            return _roundup_power2_division(nbytes, div)
+        if div > 1 and nbytes > mb * div:   # round up to the next of ``div`` equal steps between powers of two
+            mb = (1 << (nbytes.bit_length() - 1)) // div
         return -(-nbytes // mb) * mb
 
     def allocation_size(self, size: int) -> int:
@@ -471,8 +471,7 @@ class CachingAllocator(BaseAllocator):
         if (rest >= self.min_block_size if pool == "small_pool" else
                 rest > self.small_size and (self.max_split_size is None or size < self.max_split_size)):
             tail = Block(block.ptr + size, rest, block.segment)
-            _link(tail, block.next)
-            _link(block, tail)
+            _link(block, tail, block.next)
             block.size = size
             self._cache(tail, True)
         self._mark_allocated(block, nbytes, device)
@@ -486,8 +485,7 @@ class CachingAllocator(BaseAllocator):
         n, _, block = cached[i]
         # in the large pool an oversize block never serves a small request, nor a large one it would waste too
         # much of, and a block over the recycling limit is never reused
-        slack = self.oversize_slack
-        if pool == "large_pool" and (limit is not None and (size < limit <= n or limit <= size <= n - slack)
+        if pool == "large_pool" and (limit is not None and (size < limit <= n or limit <= size <= n - self.oversize_slack)
                                      or recycle is not None and n >= recycle):
             return None
         self._cache(block, False)
@@ -506,8 +504,7 @@ class CachingAllocator(BaseAllocator):
         if nxt is not None and not nxt.allocated:
             self._cache(nxt, False)
             node.size, nxt = node.size + nxt.size, nxt.next
-        _link(prev, node)
-        _link(node, nxt)
+        _link(prev, node, nxt)
         if (self.recycling_size_limit is not None and prev is None and nxt is None
                 and node.size >= self.recycling_size_limit and node.segment.pool == "large_pool"):
             self._release_segment(node.segment)
@@ -571,13 +568,3 @@ def _divisions_fn(spec):
     table = sorted((int(k), int(v)) for k, v in spec.items())
     return lambda size: next((v for k, v in reversed(table) if size >= k), 0)
 
-
-def _roundup_power2_division(size: int, divisions: int) -> int:
-    if size & (size - 1) == 0:
-        return size
-    floor = 1 << (size.bit_length() - 1)
-    step = floor // divisions
-    if step == 0:
-        return floor << 1
-    rounded = size & ~(step - 1)
-    return size if rounded == size else rounded + step

@@ -117,9 +117,8 @@ class Trace:
 
     def __post_init__(self):
         self._next_id = max((e.id for e in self.events), default=-1) + 1
-        self._live = {e.id: e for e in self.events if e.kind == "alloc"}
-        for e in (e for e in self.events if e.kind == "free"):
-            self._live.pop(e.id, None)
+        freed = {e.id for e in self.events if e.kind == "free"}
+        self._live = {e.id: e for e in self.events if e.kind == "alloc" and e.id not in freed}
         self._t0 = time.perf_counter_ns()
 
     def alloc(self, nbytes: int, op: str = "user", allocated: int | None = None, ptr: int = 0,
@@ -286,13 +285,6 @@ _COLUMNS = {"peak_reserved": ("peak reserved", 15, _fmt), "peak_allocated": ("pe
             "ooms": ("OOMs", 6, str), "device_mallocs": ("mallocs", 9, str)}
 
 
-def _counters(allocator) -> Callable[[], tuple[int, int, int]]:
-    keys = ("allocated_bytes", "reserved_bytes", "requested_bytes")
-    if hasattr(allocator, "_stats"):   # a BaseAllocator: read its counters without building the stats dict
-        return lambda: [allocator._stats[k]["all"].current for k in keys]
-    return lambda: [allocator.stats().get(f"{k}.all.current", 0) for k in keys]
-
-
 def replay(trace: Trace, allocator: Allocator, *, name: str = "", on_oom: str = "skip") -> ReplayResult:
     """Run ``trace`` through ``allocator``; returns its allocated/reserved/requested bytes after every event.
 
@@ -307,11 +299,13 @@ def replay(trace: Trace, allocator: Allocator, *, name: str = "", on_oom: str = 
     if on_oom not in ("skip", "raise"):
         raise ValueError(f"on_oom: expected 'skip' or 'raise', got {on_oom!r}")
     out = np.zeros((3, len(trace.events)), dtype=np.int64)
-    counters, blocks, ooms = _counters(allocator), {}, []
-    for k, e, oom in _steps(trace, allocator, blocks, on_oom == "raise"):
+    keys, own, ooms = ("allocated_bytes", "reserved_bytes", "requested_bytes"), getattr(allocator, "_stats", None), []
+    for k, e, oom in _steps(trace, allocator, {}, on_oom == "raise"):
         if oom:
             ooms.append((k, e.requested, e.op))
-        out[:, k] = counters()
+        # a BaseAllocator's counters are read without building its stats dict
+        out[:, k] = [own[n]["all"].current if own is not None else allocator.stats().get(f"{n}.all.current", 0)
+                     for n in keys]
     return ReplayResult(name or type(allocator).__name__, out[0], out[1], out[2], ooms, allocator.stats())
 
 
