@@ -86,19 +86,16 @@ def sharded(optimizer, axis_name, *, average: bool = True, max_norm: float | Non
         return ShardedState(optimizer.init(_my_chunks(params, _layout(params), axis_name)))
 
     def update(grads, state, params=None):
-        layout = _layout(grads)
-        n = axis_size(axis_name)
+        layout, n = _layout(grads), axis_size(axis_name)
         g = [psum_scatter(f, axis_name, tiled=True) for f in _flat(grads, layout, n)]
-        if average:
-            g = [c / np.asarray(n, c.dtype) for c in g]
+        g = [c / np.asarray(n, c.dtype) for c in g] if average else g
         if max_norm is not None:
             sq = psum(sum(fnp.sum(c * c) for c in g), axis_name)
             coef = fnp.minimum(max_norm / (fnp.sqrt(sq) + 1e-6), 1.0)
             g = [c * fnp.astype(coef, c.dtype) for c in g]
         p = None if params is None else _my_chunks(params, layout, axis_name)
         u, inner = optimizer.update(tuple(g), state.inner, p)
-        full = tuple(all_gather(c, axis_name, tiled=True) for c in u)
-        return _unflat(full, layout, grads), ShardedState(inner)
+        return _unflat(tuple(all_gather(c, axis_name, tiled=True) for c in u), layout, grads), ShardedState(inner)
 
     return GradientTransformation(init, update)
 

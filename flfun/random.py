@@ -60,11 +60,10 @@ def _stack_last(a, b):
 
 def _check_key(key, fn: str):
     key = fnp.asarray(key) if isinstance(key, np.ndarray) else key
-    if not isinstance(key, Array):
-        raise ValueError(f"{fn}: key must be a uint32[2] array from flfun.random.key, got {type(key).__name__}")
-    if key.shape != (2,) or key.dtype != _U32:
-        raise ValueError(f"{fn}: key must be a uint32[2] array from flfun.random.key, got {short(key)} (under "
-                         f"vmap, map over the leading axis of a batch of keys)")
+    if not isinstance(key, Array) or key.shape != (2,) or key.dtype != _U32:
+        got = (f"{short(key)} (under vmap, map over the leading axis of a batch of keys)" if isinstance(key, Array)
+               else type(key).__name__)
+        raise ValueError(f"{fn}: key must be a uint32[2] array from flfun.random.key, got {got}")
     return key
 
 

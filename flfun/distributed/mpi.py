@@ -32,8 +32,7 @@ class MPICommunicator(Communicator):
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self.ctrl = self.comm.Dup()                 # control messages (abort) never mix with data
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
-        self.timeout, self._reason = resolve_timeout(timeout), None
-        self._pending: list = []
+        self.timeout, self._reason, self._pending = resolve_timeout(timeout), None, []
 
     # --- waiting with a timeout and abort notices
     def _check_abort(self, what: str) -> None:
@@ -103,8 +102,7 @@ class MPICommunicator(Communicator):
 
 def _bytes(a: np.ndarray):
     """``a``'s memory as an MPI byte buffer (MPI moves any dtype as bytes)."""
-    from mpi4py import MPI
-    return [a.reshape(-1).view(np.uint8), MPI.BYTE]
+    return [a.reshape(-1).view(np.uint8), "B"]
 
 
 class HierarchicalCommunicator(Communicator):

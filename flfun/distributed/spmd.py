@@ -49,9 +49,7 @@ class Mesh:
         #: positions in ``local`` of the devices whose other coordinates are 0: they hand back the outputs
         self.heads = [i for i, (g, _) in enumerate(self.local) if not any(np.unravel_index(g, self.shape)[1:])]
         self._ids = np.arange(len(self.devices)).reshape(self.shape)
-        self._comms: dict = {}
-        self._contexts: dict = {}
-        self._lock = threading.Lock()
+        self._comms, self._contexts, self._lock = {}, {}, threading.Lock()
 
     def __repr__(self):
         return f"Mesh({dict(zip(self.names, self.shape))}, {list(self.devices)})"
