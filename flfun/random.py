@@ -73,15 +73,14 @@ def _threefry_key(key, x0, x1):
 
 
 def _canonical_shape(shape, fn: str) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
     try:
-        shape = tuple(operator.index(d) for d in shape)
-        if any(d < 0 for d in shape):
-            raise TypeError
+        out = tuple(operator.index(d) for d in shape)
     except TypeError:
-        raise ValueError(f"{fn}: shape must be a tuple of non-negative ints, got {shape!r}") from None
-    return shape
+        out = (-1,)
+    if any(d < 0 for d in out):
+        raise ValueError(f"{fn}: shape must be a tuple of non-negative ints, got {shape!r}")
+    return out
 
 
 def _args(key, shape, dtype, fn: str, kinds: str = "f"):
@@ -165,8 +164,7 @@ def bits(key: Array, shape: Sequence[int] = (), dtype=np.uint32) -> Array:
     key, shape, dt = _args(key, shape, dtype, "bits", "u")
     y0, y1 = _hash_counters(key, shape)
     if dt.itemsize == 8:
-        hi, lo = lax.convert_element_type(y0, dt), lax.convert_element_type(y1, dt)
-        return lax.or_(lax.shift_left(hi, np.uint64(32)), lo)
+        return lax.or_(lax.shift_left(lax.convert_element_type(y0, dt), dt.type(32)), lax.convert_element_type(y1, dt))
     out = lax.xor(y0, y1)
     return out if dt == _U32 else lax.convert_element_type(out, dt)
 
@@ -259,8 +257,7 @@ def gumbel(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
         >>> g = flfun.random.gumbel(flfun.random.key(0), (5,))
     """
     key, shape, dt = _args(key, shape, dtype, "gumbel")
-    u = uniform(key, shape, dt, np.finfo(dt).tiny, 1.0)
-    return fnp.negative(fnp.log(fnp.negative(fnp.log(u))))
+    return fnp.negative(fnp.log(fnp.negative(fnp.log(uniform(key, shape, dt, np.finfo(dt).tiny, 1.0)))))
 
 
 def categorical(key: Array, logits, axis: int = -1, shape: Sequence[int] | None = None) -> Array:
@@ -292,12 +289,11 @@ def randint(key: Array, shape: Sequence[int], minval, maxval, dtype=np.int64) ->
         >>> flfun.random.randint(flfun.random.key(0), (3,), 0, 10)
     """
     key, shape, dt = _args(key, shape, dtype, "randint", "iu")
-    nbits = max(dt.itemsize * 8, 32)
-    ut = np.dtype(f"uint{nbits}")
+    ut = np.dtype(f"uint{max(dt.itemsize * 8, 32)}")
     minval, maxval = fnp.asarray(minval, dtype=dt), fnp.asarray(maxval, dtype=dt)
     hi_bits, lo_bits = (bits(k, shape, ut) for k in split(key))
     span = fnp.where(maxval <= minval, ut.type(1), lax.convert_element_type(maxval - minval, ut))
-    mult = lax.rem(ut.type(2 ** (nbits // 2)), span)
+    mult = lax.rem(ut.type(2 ** (ut.itemsize * 4)), span)
     mult = lax.rem(lax.mul(mult, mult), span)
     offset = lax.rem(lax.add(lax.mul(lax.rem(hi_bits, span), mult), lax.rem(lo_bits, span)), span)
     return minval + lax.convert_element_type(offset, dt)

@@ -164,10 +164,6 @@ class ThreadCommunicator(Communicator):
     def allgather(self, rank, x, what="allgather"):
         return self._gathered(rank, np.asarray(x), what, np.stack)
 
-    def broadcast(self, rank, x, root: int = 0, what="broadcast"):
-        """Every member gets member ``root``'s ``x`` (the others may pass ``None``)."""
-        return self._gathered(rank, x, what, lambda xs: xs[root] if rank == root else np.array(xs[root]))
-
 
 __all__ = ["Communicator", "ThreadCommunicator", "CollectiveError", "CollectiveTimeoutError",
            "CollectiveAbortedError", "reduce_list", "resolve_timeout"]

@@ -123,7 +123,8 @@ class HierarchicalCommunicator(Communicator):
         processes; the result is broadcast to this process's members."""
         lr = rank - self.world.rank * self.local.size
         y = op(self.local, lr, x)
-        return self.local.broadcast(lr, op(self.world, 0, y) if lr == 0 else None, 0, what=what)
+        y = op(self.world, 0, y) if lr == 0 else None
+        return self.local._gathered(lr, y, what, lambda ys: ys[0] if lr == 0 else np.array(ys[0]))
 
     def allreduce(self, rank, x, op="sum", out=None, what="allreduce"):
         z = self._two_level(rank, x, what, lambda c, r, v: c.allreduce(r, v, op, what=what))
