@@ -29,7 +29,7 @@ class RawMemory:
         raise NotImplementedError
 
     def release(self, handle) -> None:
-        pass
+        """Give a segment back (nothing to do by default)."""
 
     def buffer(self, handle, offset: int, nbytes: int):
         raise ValueError(f"Block.buffer: a {self.kind} allocator has no backing memory (use memory='host')")
@@ -214,8 +214,7 @@ class BaseAllocator:
         self.device, self.memory = device, make_memory(memory, device)
         self.capacity = None if capacity is None else int(capacity)
         self._stats = {name: {pool: _Stat() for pool in POOLS} for name in STAT_NAMES}
-        self._live: dict[int, Block] = {}
-        self._segments: dict[int, Segment] = {}
+        self._live, self._segments = {}, {}   # ptr -> live Block, id -> Segment
         self.num_alloc_retries = self.num_ooms = 0
         self.events: list | None = None   # set to a list to log (action, ptr, size) as PyTorch's device_traces
 
@@ -256,10 +255,11 @@ class BaseAllocator:
         self._count(block.segment.pool, sign, ("alloc" if sign > 0 else "free", block.ptr, block.size), allocation=1,
                     active=1, allocated_bytes=block.size, active_bytes=block.size, requested_bytes=block.requested)
 
-    def _mark_allocated(self, block: Block, requested: int, device) -> None:
+    def _mark_allocated(self, block: Block, requested: int, device) -> Block:
         block.allocated, block.requested, block.device = True, requested, device or self.device
         self._live[block.ptr] = block
         self._account(block, 1)
+        return block
 
     def _mark_freed(self, block) -> None:
         if not isinstance(block, Block):
@@ -351,9 +351,7 @@ class DirectAllocator(BaseAllocator):
         seg = self._new_segment(size, self._pool_of(size))
         if seg is None:
             raise self._oom(nbytes, size)
-        block = Block(seg.ptr, size, seg)
-        self._mark_allocated(block, nbytes, device)
-        return block
+        return self._mark_allocated(Block(seg.ptr, size, seg), nbytes, device)
 
     def free(self, block: Block) -> None:
         self._mark_freed(block)
@@ -419,8 +417,7 @@ class CachingAllocator(BaseAllocator):
                                  f"got {v!r}")
         if small_buffer < small_size:
             raise ValueError(f"small_buffer: must be >= small_size ({small_size}), got {small_buffer}")
-        self.__dict__.update(geometry)
-        self.max_split_size, self.recycling_size_limit = max_split_size, recycling_size_limit
+        self.__dict__.update(geometry, max_split_size=max_split_size, recycling_size_limit=recycling_size_limit)
         self.oversize_slack = oversize_slack or min(large_buffer, max_split_size or large_buffer)
         self.roundup_power2_divisions = _divisions_fn(roundup_power2_divisions)
         # the cached free blocks of each pool as (size, ptr, block), sorted for best-fit search
@@ -474,8 +471,7 @@ class CachingAllocator(BaseAllocator):
             _link(block, tail, block.next)
             block.size = size
             self._cache(tail, True)
-        self._mark_allocated(block, nbytes, device)
-        return block
+        return self._mark_allocated(block, nbytes, device)
 
     def _get_free_block(self, size: int, pool: str) -> Block | None:
         cached, limit, recycle = self.pools[pool], self.max_split_size, self.recycling_size_limit

@@ -191,8 +191,7 @@ def _open(path, mode: str):
 class _Recorder:
     def __init__(self, trace: Trace, shadow: Allocator | None):
         self.trace, self.shadow = trace, shadow
-        self.blocks: dict[int, object] = {}
-        self.finalizers: dict[int, weakref.finalize] = {}
+        self.blocks, self.finalizers = {}, {}   # trace id -> shadow block, weakref.finalize
 
     def on_call(self, name, t0, t1, fresh, out) -> None:
         for buf in fresh:
@@ -236,9 +235,7 @@ def record(shadow: Allocator | None | bool = True, collect: bool = True, **meta)
             loss, grads = value_and_grad(loss_fn)(params, x, y)
         print(trace.summary()); trace.save("step.json.gz")
     """
-    if shadow is True:
-        shadow = CachingAllocator(memory="virtual")
-    rec = _Recorder(Trace(meta=dict(meta)), shadow or None)
+    rec = _Recorder(Trace(meta=dict(meta)), CachingAllocator(memory="virtual") if shadow is True else shadow or None)
     attach(rec)
     try:
         yield rec.trace
@@ -263,8 +260,7 @@ class ReplayResult:
     @property
     def fragmentation(self) -> np.ndarray:
         """Internal fragmentation after each event: 1 - requested / allocated."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.allocated > 0, 1.0 - self.requested / np.maximum(self.allocated, 1), 0.0)
+        return np.where(self.allocated > 0, 1.0 - self.requested / np.maximum(self.allocated, 1), 0.0)
 
     def summary(self) -> dict:
         """Peaks, byte-weighted mean internal fragmentation, fragmentation at peak reserved, OOM count."""
@@ -348,8 +344,7 @@ def compare(trace: Trace, allocators: dict, *, plot: str | None = None, title: s
 def format_table(results: dict[str, ReplayResult], title: str = "") -> str:
     """A fixed-width table of each result's summary."""
     head = f"{'policy':<22}" + "".join(f"{h:>{w}}" for h, w, _ in _COLUMNS.values())
-    lines = [title] if title else []
-    lines += [head, "-" * len(head)]
+    lines = [title] * bool(title) + [head, "-" * len(head)]
     for name, r in results.items():
         lines.append(f"{name:<22}" + "".join(f"{f(v):>{w}}" for (_, w, f), v in zip(_COLUMNS.values(),
                                                                                    r.summary().values())))
