@@ -21,10 +21,6 @@ from flfun.sharded import ShardedArray
 from flfun.tree import tree_flatten, tree_map, tree_unflatten
 
 
-def _backend(backend: str | None):
-    return get_backend(backend or config.default_backend)
-
-
 def local_devices(backend: str | None = None) -> list[Device]:
     """This process's devices of ``backend`` (default: the default backend).
 
@@ -33,7 +29,7 @@ def local_devices(backend: str | None = None) -> list[Device]:
         >>> flfun.local_devices()[0].platform
         'cpu'
     """
-    return list(_backend(backend).devices)
+    return list(get_backend(backend or config.default_backend).devices)
 
 
 def devices(backend: str | None = None) -> list[Device]:
@@ -85,7 +81,7 @@ def set_cpu_device_count(n: int) -> list[Device]:
     if is_initialized():
         raise ValueError("set_cpu_device_count: the device list is fixed once flfun.distributed.initialize() "
                          "has run; set FLFUN_CPU_DEVICES before starting the processes")
-    devs = _backend("numpy").devices
+    devs = get_backend("numpy").devices
     devs += [Device("cpu", i, "numpy", np) for i in range(len(devs), n)]
     del devs[n:]
     config.cpu_devices = n

@@ -90,8 +90,7 @@ def sharded(optimizer, axis_name, *, average: bool = True, max_norm: float | Non
         g = [psum_scatter(f, axis_name, tiled=True) for f in _flat(grads, layout, n)]
         g = [c / np.asarray(n, c.dtype) for c in g] if average else g
         if max_norm is not None:
-            sq = psum(sum(fnp.sum(c * c) for c in g), axis_name)
-            coef = fnp.minimum(max_norm / (fnp.sqrt(sq) + 1e-6), 1.0)
+            coef = fnp.minimum(max_norm / (fnp.sqrt(psum(sum(fnp.sum(c * c) for c in g), axis_name)) + 1e-6), 1.0)
             g = [c * fnp.astype(coef, c.dtype) for c in g]
         p = None if params is None else _my_chunks(params, layout, axis_name)
         u, inner = optimizer.update(tuple(g), state.inner, p)

@@ -44,8 +44,11 @@ def _copy_into(out, x):
 class Communicator:
     """What a collective needs: ``allreduce``, ``allgather``, ``reduce_scatter``, ``alltoall``, ``permute``.
 
-    The base class builds the last three from ``allgather`` (correct for any member layout, not the fastest);
-    implementations override what their engine does natively.
+    Implementations define ``allreduce(rank, x, op="sum", out=None, what="allreduce")`` (every member gets
+    ``x_0 op x_1 op ...``, op in 'sum', 'max', 'min') and ``allgather(rank, x, what="allgather")`` (every member
+    gets all members' ``x`` stacked: shape ``(size, *x.shape)``). The base class builds the last three from
+    ``allgather`` (correct for any member layout, not the fastest); implementations override what their engine
+    does natively.
 
     Example::
 
@@ -54,14 +57,6 @@ class Communicator:
     size: int = 1
     timeout: float = 300.0
     _reason: str | None = None
-
-    def allreduce(self, rank: int, x, op: str = "sum", out=None, what: str = "allreduce"):
-        """Every member gets ``x_0 op x_1 op ...`` (op in 'sum', 'max', 'min')."""
-        raise NotImplementedError
-
-    def allgather(self, rank: int, x, what: str = "allgather"):
-        """Every member gets all members' ``x`` stacked: shape ``(size, *x.shape)``."""
-        raise NotImplementedError
 
     def _gathered(self, rank: int, x, what: str, pick):
         """``pick(xs)`` of all members' ``x`` (``xs[j]`` is member ``j``'s), here through ``allgather``."""
