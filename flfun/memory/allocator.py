@@ -306,8 +306,9 @@ class BaseAllocator:
         """
         out = {f"{name}.{pool}.{field}": getattr(st, field) for name, pools in self._stats.items()
                for pool, st in pools.items() for field in _Stat.__slots__}
-        free, used, requested = self.free_blocks(), out["allocated_bytes.all.current"], out["requested_bytes.all.current"]
-        cached_free, largest = out["reserved_bytes.all.current"] - used, max((b.size for b in free), default=0)
+        used, requested = out["allocated_bytes.all.current"], out["requested_bytes.all.current"]
+        free, cached_free = self.free_blocks(), out["reserved_bytes.all.current"] - used
+        largest = max((b.size for b in free), default=0)
         out.update(num_alloc_retries=self.num_alloc_retries, num_ooms=self.num_ooms,
                    num_device_alloc=out["segment.all.allocated"], num_device_free=out["segment.all.freed"],
                    cached_free_bytes=cached_free, largest_free_block=largest,
@@ -454,13 +455,9 @@ class CachingAllocator(BaseAllocator):
         block = self._get_free_block(size, pool)
         if block is None:
             alloc_size = self.allocation_size(size)
-            seg = self._new_segment(alloc_size, pool)
-            if seg is None and self._release_oversize(size, pool):
-                seg = self._new_segment(alloc_size, pool)
-            if seg is None:   # as PyTorch: release every unsplit cached segment, retry (and count the retry)
-                self.empty_cache()
-                self.num_alloc_retries += 1
-                seg = self._new_segment(alloc_size, pool)
+            # a fresh segment, else one after releasing oversize segments, else after emptying the cache
+            seg = (self._new_segment(alloc_size, pool) or self._release_oversize(size, pool)
+                   and self._new_segment(alloc_size, pool) or self._retry(alloc_size, pool))
             if seg is None:
                 raise self._oom(nbytes, size)
             block = Block(seg.ptr, seg.size, seg)
@@ -473,6 +470,12 @@ class CachingAllocator(BaseAllocator):
             self._cache(tail, True)
         return self._mark_allocated(block, nbytes, device)
 
+    def _retry(self, alloc_size: int, pool: str) -> Segment | None:
+        """As PyTorch: release every unsplit cached segment, then retry (counted as a retry)."""
+        self.empty_cache()
+        self.num_alloc_retries += 1
+        return self._new_segment(alloc_size, pool)
+
     def _get_free_block(self, size: int, pool: str) -> Block | None:
         cached, limit, recycle = self.pools[pool], self.max_split_size, self.recycling_size_limit
         i = bisect.bisect_left(cached, (size, -1))
@@ -481,8 +484,8 @@ class CachingAllocator(BaseAllocator):
         n, _, block = cached[i]
         # in the large pool an oversize block never serves a small request, nor a large one it would waste too
         # much of, and a block over the recycling limit is never reused
-        if pool == "large_pool" and (limit is not None and (size < limit <= n or limit <= size <= n - self.oversize_slack)
-                                     or recycle is not None and n >= recycle):
+        if pool == "large_pool" and (recycle is not None and n >= recycle or limit is not None
+                                     and (size < limit <= n or limit <= size <= n - self.oversize_slack)):
             return None
         self._cache(block, False)
         return block
@@ -533,9 +536,8 @@ class CachingAllocator(BaseAllocator):
             return False
         key = max(size, limit)
         whole = [b for s, _, b in self.pools[pool] if s >= limit and b.prev is None and b.next is None]
-        largest = whole[::-1]
-        enough = bisect.bisect_left(list(itertools.accumulate(b.size for b in largest)), key) + 1
-        return self._release_whole([b for b in whole if b.size >= key][:1] or largest[:enough]) >= key
+        enough = bisect.bisect_left(list(itertools.accumulate(b.size for b in whole[::-1])), key) + 1
+        return self._release_whole([b for b in whole if b.size >= key][:1] or whole[::-1][:enough]) >= key
 
     def empty_cache(self) -> None:
         """Return every cached segment that holds no live block to the backend."""

@@ -55,8 +55,7 @@ def attach(listener) -> None:
         core.default_device()   # make sure the default backend's impls are installed before wrapping them
         for prim in list(core._PRIMITIVES.values()):
             for backend, impl in list(prim.impls.items()):
-                wrapper = _wrap(prim, impl)
-                _saved[(prim, backend)] = (impl, wrapper)
+                _saved[(prim, backend)] = (impl, wrapper := _wrap(prim, impl))
                 core.register_impl(prim, backend, wrapper)
     _listeners.append(listener)
 
@@ -81,12 +80,8 @@ def _root(a):
 
 def _fresh_buffers(args, outs) -> list:
     """The outputs' underlying buffers that are new: not views of an input and not repeated."""
-    fresh, seen = [], {id(_root(a)) for a in args}
-    for r in (_root(o) for o in outs if hasattr(o, "nbytes")):
-        if id(r) not in seen:
-            seen.add(id(r))
-            fresh.append(r)
-    return fresh
+    seen = {id(_root(a)) for a in args}
+    return list({id(r): r for r in (_root(o) for o in outs if hasattr(o, "nbytes")) if id(r) not in seen}.values())
 
 
 # ------------------------------------------------------------------------------------------------------ traces
