@@ -41,8 +41,7 @@ class HostMemory(RawMemory):
 
     def alloc(self, nbytes: int):
         raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-        start = (-raw.ctypes.data) % ALIGNMENT
-        arr = raw[start:start + nbytes]
+        arr = raw[(start := (-raw.ctypes.data) % ALIGNMENT):start + nbytes]
         return arr.ctypes.data, arr
 
     def buffer(self, handle, offset: int, nbytes: int):
@@ -55,8 +54,7 @@ class CupyMemory(RawMemory):
 
     def __init__(self, device_id: int = 0):
         import cupy
-        self.cupy = cupy
-        self.device_id = device_id
+        self.cupy, self.device_id = cupy, device_id
 
     def alloc(self, nbytes: int):
         with (cp := self.cupy).cuda.Device(self.device_id):
@@ -246,8 +244,7 @@ class BaseAllocator:
         return seg
 
     def _release_segment(self, seg: Segment) -> None:
-        del self._segments[seg.id]
-        self.memory.release(seg.handle)
+        self.memory.release(self._segments.pop(seg.id).handle)
         seg.handle = None
         self._count(seg.pool, -1, ("segment_free", seg.ptr, seg.size), segment=1, reserved_bytes=seg.size)
 

@@ -28,8 +28,7 @@ _saved: dict = {}   # (prim, backend) -> (original impl, our wrapper)
 
 
 def _wrap(prim, impl: Callable) -> Callable:
-    name, multiple = prim.name, prim.multiple_results
-    clock = time.perf_counter_ns
+    name, multiple, clock = prim.name, prim.multiple_results, time.perf_counter_ns
 
     def instrumented(*args, **params):
         t0 = clock()
@@ -127,11 +126,10 @@ class Trace:
 
     def free(self, i: int, t_ns: int | None = None) -> None:
         """Append the free of allocation ``i``."""
-        a = self._live.pop(i, None)
-        if a is None:
+        if i not in self._live:
             raise ValueError(f"Trace.free: no live allocation with id {i!r}")
         t = time.perf_counter_ns() - self._t0 if t_ns is None else t_ns
-        self.events.append(Event("free", i, a.requested, a.allocated, a.ptr, t, a.op))
+        self.events.append(self._live.pop(i)._replace(kind="free", t_ns=t))
 
     def __len__(self) -> int:
         return len(self.events)
@@ -202,8 +200,7 @@ class _Recorder:
     def on_free(self, i: int) -> None:
         self.finalizers.pop(i, None)
         self.trace.free(i)
-        block = self.blocks.pop(i)
-        if block is not None:
+        if (block := self.blocks.pop(i)) is not None:
             self.shadow.free(block)
 
     def close(self) -> None:
@@ -339,11 +336,9 @@ def compare(trace: Trace, allocators: dict, *, plot: str | None = None, title: s
 def format_table(results: dict[str, ReplayResult], title: str = "") -> str:
     """A fixed-width table of each result's summary."""
     head = f"{'policy':<22}" + "".join(f"{h:>{w}}" for h, w, _ in _COLUMNS.values())
-    lines = [title] * bool(title) + [head, "-" * len(head)]
-    for name, r in results.items():
-        lines.append(f"{name:<22}" + "".join(f"{f(v):>{w}}" for (_, w, f), v in zip(_COLUMNS.values(),
-                                                                                   r.summary().values())))
-    return "\n".join(lines)
+    rows = [f"{name:<22}" + "".join(f"{f(v):>{w}}" for (_, w, f), v in zip(_COLUMNS.values(), r.summary().values()))
+            for name, r in results.items()]
+    return "\n".join([title] * bool(title) + [head, "-" * len(head), *rows])
 
 
 def plot_results(results: dict[str, ReplayResult], path: str, title: str = "", axes=None) -> None:
