@@ -453,8 +453,8 @@ class CachingAllocator(BaseAllocator):
         if block is None:
             alloc_size = self.allocation_size(size)
             # a fresh segment, else one after releasing oversize segments, else after emptying the cache
-            seg = (self._new_segment(alloc_size, pool) or self._release_oversize(size, pool)
-                   and self._new_segment(alloc_size, pool) or self._retry(alloc_size, pool))
+            seg = (self._new_segment(alloc_size, pool) or (self._release_oversize(size, pool)
+                   and self._new_segment(alloc_size, pool)) or self._retry(alloc_size, pool))
             if seg is None:
                 raise self._oom(nbytes, size)
             block = Block(seg.ptr, seg.size, seg)

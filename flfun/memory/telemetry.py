@@ -256,10 +256,10 @@ class ReplayResult:
 
     def summary(self) -> dict:
         """Peaks, byte-weighted mean internal fragmentation, fragmentation at peak reserved, OOM count."""
-        alloc_sum, peak_res, peak_req = float(self.allocated.sum()), *(int(a.max(initial=0)) for a in
-                                                                       (self.reserved, self.requested))
+        peaks = (int(r.max(initial=0)) for r in (self.reserved, self.allocated, self.requested))
+        (peak_res, peak_alloc, peak_req), alloc_sum = peaks, float(self.allocated.sum())
         return dict(zip(_COLUMNS, (
-            peak_res, int(self.allocated.max(initial=0)), peak_req,
+            peak_res, peak_alloc, peak_req,
             (1.0 - float(self.requested.sum()) / alloc_sum) if alloc_sum else 0.0,
             float(self.fragmentation[np.argmax(self.reserved)]) if len(self.reserved) else 0.0,
             (1.0 - peak_req / peak_res) if peak_res else 0.0, len(self.ooms), self.stats.get("num_device_alloc", 0))))
