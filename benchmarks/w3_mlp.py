@@ -123,19 +123,21 @@ def matmul(a, b):
     return dot_general(a, b, (((a.ndim - 1,), (0,)), ((), ())))
 
 
-def flfun_step(params, x, y):
-    import flfun as fl
+def mlp_loss(params, x, y):
+    """W3's loss: the MLP (ReLU between layers) and softmax cross-entropy, written with flfun."""
     from flfun.nn import functional as F
     from flfun.nn.losses import softmax_cross_entropy
+    h = x
+    for i, (w, b) in enumerate(params):
+        h = matmul(h, w) + b
+        if i < len(params) - 1:
+            h = F.relu(h)
+    return softmax_cross_entropy(h, y)
 
-    def loss(params):
-        h = x
-        for i, (w, b) in enumerate(params):
-            h = matmul(h, w) + b
-            if i < len(params) - 1:
-                h = F.relu(h)
-        return softmax_cross_entropy(h, y)
-    value, grads = fl.value_and_grad(loss)(params)
+
+def flfun_step(params, x, y):
+    import flfun as fl
+    value, grads = fl.value_and_grad(mlp_loss)(params, x, y)
     return [(w - LR * gw, b - LR * gb) for (w, b), (gw, gb) in zip(params, grads)], value
 
 
