@@ -37,25 +37,21 @@ def main(only: set[str], out_path: str | None = None) -> str:
         if out_path:
             with open(out_path, "w") as f:
                 f.write("\n".join(["## Targets so far", "", *targets, ""] + parts))
-    if "W1" in only:
-        rows = run_workload("benchmarks.w1_dispatch", PEERS, "numpy/chain")
-        parts.append(markdown_table("W1: dispatch, 100 float32 elements", rows, "numpy/chain"))
-        jc, nc = _median(rows, "flfun", "jit chain"), _median(rows, "numpy", "chain")
-        _target(targets, "W1 flfun jit chain / numpy `np.sum(x*y+1.0)`", jc / nc if jc and nc else None, 2.0)
-        jj = _median(rows, "jax", "jit chain")
-        if jj and nc:
-            targets.append(f"| (JAX jit chain / numpy) | {jj / nc:.2f}x | | |")
-    flush()
-    if "W2" in only:
-        base = "numpy/floor (hand-written)"
-        rows = run_workload("benchmarks.w2_small_grad", PEERS, base)
-        parts.append(markdown_table("W2: small gradient", rows, base))
-        j, f = _median(rows, "flfun", "jit(grad)"), _median(rows, "numpy", "floor (hand-written)")
-        _target(targets, "W2 flfun jit(grad) / hand-written floor", j / f if j and f else None, 1.3)
-        jj = _median(rows, "jax", "jit(grad)")
-        if jj and f:
-            targets.append(f"| (JAX jit(grad) / floor) | {jj / f:.2f}x | | |")
-    flush()
+    for name, module, title, base, variant, label, limit in (
+            ("W1", "benchmarks.w1_dispatch", "W1: dispatch, 100 float32 elements", "numpy/chain", "jit chain",
+             "numpy `np.sum(x*y+1.0)`", 2.0),
+            ("W2", "benchmarks.w2_small_grad", "W2: small gradient", "numpy/floor (hand-written)", "jit(grad)",
+             "hand-written floor", 1.3)):
+        if name not in only:
+            continue
+        rows = run_workload(module, PEERS, base)
+        parts.append(markdown_table(title, rows, base))
+        floor = _median(rows, *base.split("/", 1))
+        j, jj = _median(rows, "flfun", variant), _median(rows, "jax", variant)
+        _target(targets, f"{name} flfun {variant} / {label}", j / floor if j and floor else None, limit)
+        if jj and floor:
+            targets.append(f"| (JAX {variant} / {label}) | {jj / floor:.2f}x | | |")
+        flush()
     if "W3" in only:
         from benchmarks import w3_mlp
         rows, extras = run_rows("benchmarks.w3_mlp", PEERS, w3_mlp.BASE)
