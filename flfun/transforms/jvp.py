@@ -13,7 +13,7 @@ from flfun.array import Array
 from flfun.core import Trace, Tracer, full_lower, full_raise, get_aval, missing_rule, new_main, to_array
 from flfun.ir import Program, eval_program
 from flfun.primitives.common import Zero, instantiate, is_zero, tangent_aval
-from flfun.transforms.staging import ProgramBuilder, StagingTrace
+from flfun.transforms.staging import trace_to_program
 from flfun.tree import tree_flatten, tree_unflatten
 from flfun.util import safe_map
 
@@ -108,13 +108,14 @@ def linearize_flat(f: Callable, primals: list):
     """Run ``f``'s jvp with staged tangents. Returns primal outputs, the linear program, its constants and
     which output tangents are symbolically zero (those are not program outputs)."""
     primals = as_arrays(primals)
-    builder = ProgramBuilder()
-    with new_main(StagingTrace, builder) as smain:
-        tangents_in = [smain.trace.new_arg(tangent_aval(get_aval(p))) for p in primals]
-        primals_out, tangents_out = jvp_flat(f, primals, tangents_in)
-        program, consts = builder.build(tangents_in, [full_raise(smain.trace, t) for t in tangents_out
-                                                      if not is_zero(t)])
-    return primals_out, program, consts, [t.aval if is_zero(t) else None for t in tangents_out]
+    store = []
+
+    def tangent_fun(*tangents_in):
+        primals_out, tangents_out = jvp_flat(f, primals, list(tangents_in))
+        store[:] = [primals_out, [t.aval if is_zero(t) else None for t in tangents_out]]
+        return [t for t in tangents_out if not is_zero(t)]
+    program, consts = trace_to_program(tangent_fun, [tangent_aval(get_aval(p)) for p in primals], dynamic=False)
+    return store[0], program, consts, store[1]
 
 
 def linearize(f: Callable, *primals) -> tuple[Any, Callable]:
