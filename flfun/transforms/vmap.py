@@ -48,15 +48,10 @@ class BatchTrace(Trace):
         return self.main.global_data
 
     def process_primitive(self, prim, tracers, params):
-        vals = [t.val for t in tracers]
-        dims = [t.bdim for t in tracers]
-        named_here = prim.collective and self.axis.name in params["axes"]
-        if all(d is not_mapped for d in dims) and not named_here:
-            out = prim.bind(*vals, **params)
-            return [self.pure(o) for o in (out if prim.multiple_results else [out])]
         if prim.batch is None:
             raise missing_rule("batching", prim)
-        out, out_dim = prim.batch(self.axis, vals, dims, **params)
+        # bind lowers unmapped tracers, so this trace only sees a mapped operand or a collective over its axis
+        out, out_dim = prim.batch(self.axis, [t.val for t in tracers], [t.bdim for t in tracers], **params)
         return [BatchTracer(self, o, d) for o, d in (zip(out, out_dim) if prim.multiple_results else [(out, out_dim)])]
 
 
