@@ -8,7 +8,7 @@ a pmap binds ``pmap_p``, whose rules re-trace the per-device program. A nested p
 from __future__ import annotations
 
 import functools
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
@@ -62,19 +62,15 @@ class SpmdAxisTrace(Trace):
 
 
 def _enclosing_frame() -> _Frame | None:
-    for m in reversed(trace_stack):
-        if m.trace_type is SpmdAxisTrace and m.active:
-            return m.global_data
-    return None
+    return next((m.global_data for m in reversed(trace_stack) if m.trace_type is SpmdAxisTrace and m.active), None)
 
 
-@contextmanager
-def _frames(mesh: Mesh):
-    """Push one axis frame per mesh axis (to re-trace a per-device program in the rules below)."""
+def _in_frames(mesh: Mesh, fn: Callable, *args):
+    """``fn(*args)`` with one axis frame pushed per mesh axis (to re-trace a per-device program in the rules)."""
     with ExitStack() as stack:
         for name, size in zip(mesh.names, mesh.shape):
             stack.enter_context(new_main(SpmdAxisTrace, _Frame(name, size, [])))
-        yield
+        return fn(*args)
 
 
 class _Unnamed:
@@ -146,15 +142,13 @@ class PmapFunction:
         in_ax, p_out_axes = (tuple(None if a is None else 0 for a in ax) for ax in (axes, out_axes))
         if _state.eager and not extra and not any(isinstance(x, Tracer) for x in leaves):
             heads = [mesh.local[i][1] for i in mesh.heads]
-            outs, head_devs = _execute(closed, mesh, [_host_input(x, a, heads) for x, a in zip(leaves, axes)],
-                                       in_ax, p_out_axes)
-            res = [ShardedArray([wrap(b, d) for b, d in zip(o, head_devs)], ax) if ax is not None
+            outs = _execute(closed, mesh, [_host_input(x, a, heads) for x, a in zip(leaves, axes)], in_ax, p_out_axes)
+            res = [ShardedArray([wrap(b, d) for b, d in zip(o, heads)], ax) if ax is not None
                    else wrap(o, mesh.local[0][1]) for o, ax in zip(outs, out_axes)]
             return tree_unflatten(out_tree, res)
-        extra = list(extra)
         if _state.tape is not None:
             closed, lifted = _lift_tape_consts(closed)
-            extra = lifted + extra
+            extra = lifted + list(extra)
         moved = [moveaxis(x, a, 0) if a else x for x, a in zip(leaves, axes)]
         outs = pmap_p.bind(*extra, *moved, program=closed, mesh=mesh, in_axes=(None,) * len(extra) + in_ax,
                            out_axes=p_out_axes, name=getattr(self.fun, "__name__", "fun"))
@@ -263,10 +257,7 @@ def _lift_tape_consts(closed: ClosedProgram) -> tuple[ClosedProgram, list]:
 def _canonical_axes(spec, tree, leaves: list, what: str, extra: int = 0) -> list:
     """Per-leaf mapped axes (non-negative ints or None) from ``spec``: an int, None or a pytree prefix of
     ``tree`` (whose leaves are ``leaves``). ``extra`` counts the device axis (1 for outputs)."""
-    spec = tuple(spec) if isinstance(spec, list) else spec
-    axes = [spec] * len(leaves) if spec is None or isinstance(spec, int) else \
-        broadcast_prefix(spec, tree, f"pmap {what}")
-    out = []
+    axes = broadcast_prefix(tuple(spec) if isinstance(spec, list) else spec, tree, f"pmap {what}")
     for i, (x, ax) in enumerate(zip(leaves, axes)):
         if ax is not None:
             nd = len(get_aval(x).shape) + extra
@@ -275,9 +266,8 @@ def _canonical_axes(spec, tree, leaves: list, what: str, extra: int = 0) -> list
             if not -nd <= ax < nd:
                 raise ValueError(f"pmap: {what}={ax} is out of bounds for {('argument', 'output')[extra]} leaf {i} "
                                  f"of rank {nd - extra}")
-            ax %= nd
-        out.append(ax)
-    return out
+            axes[i] = ax % nd
+    return axes
 
 
 def _shard_aval(x, ax) -> ShapedArray:
@@ -322,11 +312,11 @@ def _sharing(mesh: Mesh, ax) -> tuple:
     return mesh.names if ax is None else () if ax == PER_DEVICE else mesh.names[1:]
 
 
-def _execute(closed: ClosedProgram, mesh: Mesh, inputs: list, in_axes: tuple, out_axes: tuple) -> tuple[list, list]:
+def _execute(closed: ClosedProgram, mesh: Mesh, inputs: list, in_axes: tuple, out_axes: tuple) -> list:
     """Run ``closed`` on every local device of ``mesh``. ``inputs[i]`` is a list of raw buffers, one per shard
     (in_axes 0) or per local device (PER_DEVICE), or one raw buffer (None: replicated). Returns, per output, the
-    buffers of the shards' first devices (0), of every device (PER_DEVICE) or device 0's buffer (None), and the
-    devices holding the shards."""
+    buffers of the shards' first devices (``mesh.heads``; 0), of every device (PER_DEVICE) or device 0's buffer
+    (None)."""
     outer, exes = mesh.outer, _executables(closed, mesh)
 
     def task(i, g, dev):
@@ -336,9 +326,8 @@ def _execute(closed: ClosedProgram, mesh: Mesh, inputs: list, in_axes: tuple, ou
         return exes[g](*args)
 
     results = run_spmd(mesh, [(g, functools.partial(task, i, g, d)) for i, (g, d) in enumerate(mesh.local)])
-    outs = [results[0][j] if ax is None else [r[j] for r in results] if ax == PER_DEVICE else
+    return [results[0][j] if ax is None else [r[j] for r in results] if ax == PER_DEVICE else
             [results[i][j] for i in mesh.heads] for j, ax in enumerate(out_axes)]
-    return outs, [mesh.local[i][1] for i in mesh.heads]
 
 
 # ------------------------------------------------------------------------------------------- call primitive
@@ -357,7 +346,7 @@ def _pmap_abstract_eval(*avals, program, mesh, in_axes, out_axes, name):
 
 def _pmap_impl(*vals, program, mesh, in_axes, out_axes, name):
     inputs = [v if ax is None else [v[k] for k in range(_count(mesh, ax))] for v, ax in zip(vals, in_axes)]
-    outs, _ = _execute(program, mesh, inputs, in_axes, out_axes)
+    outs = _execute(program, mesh, inputs, in_axes, out_axes)
     return [np.stack([np.asarray(s) for s in o]) if ax is not None else o for o, ax in zip(outs, out_axes)]
 
 
@@ -367,11 +356,8 @@ register_impl(pmap_p, "numpy", _pmap_impl)
 @pmap_p.def_jvp
 def _pmap_jvp(primals, tangents, *, program, mesh, in_axes, out_axes, name):
     nz = tuple(not is_zero(t) for t in tangents)
-
-    def split():
-        with _frames(mesh):
-            return _jvp_split(program, nz)
-    known, lin, res_invars, num_out, out_nz = _cached(program, ("pmap-jvp", mesh.names, mesh.shape, nz), split)
+    known, lin, res_invars, num_out, out_nz = _cached(program, ("pmap-jvp", mesh.names, mesh.shape, nz),
+                                                      lambda: _in_frames(mesh, _jvp_split, program, nz))
     n_res, rax = len(known.out_avals) - num_out, 0 if len(mesh.heads) == len(mesh.local) else PER_DEVICE
     outs = pmap_p.bind(*primals, program=known, mesh=mesh, in_axes=in_axes,
                        out_axes=tuple(out_axes) + (rax,) * n_res, name=name)
@@ -400,8 +386,7 @@ def _transpose_program(closed: ClosedProgram, mesh: Mesh, undef: tuple, ct_nz: t
 
     def adjust_cts_in(res):
         return [psum(c, names) if names and not is_zero(c) else c for c, names in zip(res, shared)]
-    with _frames(mesh):
-        return _call_transpose_program(closed, undef, ct_nz, adjust_ct, adjust_cts_in)
+    return _in_frames(mesh, _call_transpose_program, closed, undef, ct_nz, adjust_ct, adjust_cts_in)
 
 
 @pmap_p.def_transpose
@@ -427,11 +412,9 @@ def _pmap_batch(frame, args, dims, *, program, mesh, in_axes, out_axes, name):
     new_args = [moveaxis(a, d, 1) if m else a for a, d, m in zip(args, dims, moved)]
     dev_dims = tuple(0 if m else d for d, m in zip(dims, moved))
     dev_avals = [_shard_aval(a, None if ax is None else 0) for a, ax in zip(new_args, in_axes)]
-
-    def make():
-        with _frames(mesh):
-            return _batch_program(program, frame.size, frame.name, dev_dims, dev_avals)
-    bclosed, mapped = _cached(program, ("pmap-batch", frame.size, frame.name, dev_dims, mesh.names, mesh.shape), make)
+    bclosed, mapped = _cached(program, ("pmap-batch", frame.size, frame.name, dev_dims, mesh.names, mesh.shape),
+                              lambda: _in_frames(mesh, _batch_program, program, frame.size, frame.name, dev_dims,
+                                                 dev_avals))
     outs = pmap_p.bind(*new_args, program=bclosed, mesh=mesh, in_axes=in_axes, out_axes=out_axes, name=f"vmap({name})")
     return outs, [not_mapped if not m else (1 if ax is not None else 0) for m, ax in zip(mapped, out_axes)]
 
