@@ -5,15 +5,10 @@ from __future__ import annotations
 import math
 import operator
 
-from flfun import dtypes
+from flfun import dtypes, lax
+from flfun import numpy as fnp
 from flfun.array import Array
-from flfun.numpy import asarray
-from flfun.numpy import add, divide, logaddexp, multiply, sqrt, square, subtract
-from flfun.numpy import mean as _mean
 from flfun.numpy._promote import asarray_like, to_float
-from flfun.primitives import elementwise as lax
-from flfun.primitives import reduce as lax_reduce
-from flfun.primitives import shape as lax_shape
 from flfun.util import canonical_axes
 
 __all__ = ["relu", "relu6", "gelu", "silu", "swish", "sigmoid", "softplus", "log_sigmoid", "elu", "leaky_relu",
@@ -22,11 +17,11 @@ __all__ = ["relu", "relu6", "gelu", "silu", "swish", "sigmoid", "softplus", "log
 
 def _c(x, value):
     """A 0-d constant of ``x``'s dtype."""
-    return lax_shape.full((), value, x.dtype)
+    return lax.full((), value, x.dtype)
 
 
 def _float(x) -> Array:
-    return to_float(x if isinstance(x, Array) else asarray(x))
+    return to_float(x if isinstance(x, Array) else fnp.asarray(x))
 
 
 # ------------------------------------------------------------------------------------------------ activations
@@ -107,7 +102,7 @@ def softplus(x) -> Array:
         0.6931
     """
     x = _float(x)
-    return logaddexp(x, _c(x, 0))
+    return fnp.logaddexp(x, _c(x, 0))
 
 
 def log_sigmoid(x) -> Array:
@@ -152,12 +147,7 @@ def leaky_relu(x, negative_slope: float = 0.01) -> Array:
 # ------------------------------------------------------------------------------------- softmax and logsumexp
 def _keep(x, out, axes):
     """Reinsert the reduced ``axes`` of ``x`` as length-one axes of ``out``."""
-    return lax_shape.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
-
-
-def _bcast(x, y):
-    """``y`` (a keepdims reduction of ``x``) broadcast to ``x``'s shape."""
-    return lax_shape.broadcast_in_dim(y, x.shape, tuple(range(x.ndim))) if y.shape != x.shape else y
+    return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
 
 
 def _shifted(x, axis, op: str):
@@ -166,9 +156,9 @@ def _shifted(x, axis, op: str):
     -inf instead of becoming NaN)."""
     x = _float(x)
     axes = canonical_axes(axis, x.ndim, op)
-    m = lax_reduce.reduce_max(lax.stop_gradient(x), axes)
+    m = lax.reduce_max(lax.stop_gradient(x), axes)
     m = _keep(x, lax.select(lax.is_finite(m), m, _c(m, 0)), axes)
-    return x, axes, lax.sub(x, _bcast(x, m)), m
+    return x, axes, lax.sub(x, m), m
 
 
 def softmax(x, axis=-1) -> Array:
@@ -181,7 +171,7 @@ def softmax(x, axis=-1) -> Array:
     """
     x, axes, s, _ = _shifted(x, axis, "softmax")
     e = lax.exp(s)
-    return lax.div(e, _bcast(x, _keep(x, lax_reduce.reduce_sum(e, axes), axes)))
+    return lax.div(e, _keep(x, lax.reduce_sum(e, axes), axes))
 
 
 def log_softmax(x, axis=-1) -> Array:
@@ -193,8 +183,8 @@ def log_softmax(x, axis=-1) -> Array:
         [-0.6931471824645996, -0.6931471824645996]
     """
     x, axes, s, _ = _shifted(x, axis, "log_softmax")
-    lse = lax.log(lax_reduce.reduce_sum(lax.exp(s), axes))
-    return lax.sub(s, _bcast(x, _keep(x, lse, axes)))
+    lse = lax.log(lax.reduce_sum(lax.exp(s), axes))
+    return lax.sub(s, _keep(x, lse, axes))
 
 
 def logsumexp(x, axis=None, keepdims: bool = False, b=None) -> Array:
@@ -208,11 +198,11 @@ def logsumexp(x, axis=None, keepdims: bool = False, b=None) -> Array:
     x, axes, s, m = _shifted(x, axis, "logsumexp")
     e = lax.exp(s)
     if b is not None:
-        e = multiply(e, b)
+        e = fnp.multiply(e, b)
         if e.shape != x.shape:
             raise ValueError(f"logsumexp: b of shape {asarray_like(b).shape} must broadcast to x's {x.shape}")
-    out = lax.add(lax.log(_keep(x, lax_reduce.reduce_sum(e, axes), axes)), m)
-    return out if keepdims else lax_shape.reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+    out = lax.add(lax.log(_keep(x, lax.reduce_sum(e, axes), axes)), m)
+    return out if keepdims else lax.reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5) -> Array:
@@ -224,10 +214,10 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5) -> 
         [-0.9999950528144836, 0.9999950528144836]
     """
     x = _float(x)
-    centered = subtract(x, _mean(x, axis=axis, keepdims=True) if mean is None else mean)
+    centered = fnp.subtract(x, fnp.mean(x, axis=axis, keepdims=True) if mean is None else mean)
     if variance is None:
-        variance = _mean(square(centered), axis=axis, keepdims=True)
-    return divide(centered, sqrt(add(variance, epsilon)))
+        variance = fnp.mean(fnp.square(centered), axis=axis, keepdims=True)
+    return fnp.divide(centered, fnp.sqrt(fnp.add(variance, epsilon)))
 
 
 # ------------------------------------------------------------------------------------------------------ one_hot
@@ -245,13 +235,13 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1) -> Array:
         raise ValueError(f"one_hot: num_classes must be a concrete int, got {num_classes!r}") from None
     if num_classes < 0:
         raise ValueError(f"one_hot: num_classes must be non-negative, got {num_classes}")
-    x = x if isinstance(x, Array) else asarray(x)
+    x = x if isinstance(x, Array) else fnp.asarray(x)
     if x.dtype == dtypes.bool_:
         x = lax.convert_element_type(x, dtypes.DEFAULT_INT)
     nd = x.ndim + 1
     ax = canonical_axes(axis, nd, "one_hot")[0]
     out_shape = x.shape[:ax] + (num_classes,) + x.shape[ax:]
-    classes = lax_shape.iota(x.dtype, out_shape, ax)
-    labels = lax_shape.broadcast_in_dim(x, out_shape, tuple(i for i in range(nd) if i != ax))
+    classes = lax.iota(x.dtype, out_shape, ax)
+    labels = lax.broadcast_in_dim(x, out_shape, tuple(i for i in range(nd) if i != ax))
     dt = dtypes.DEFAULT_FLOAT if dtype is None else dtypes.canonicalize(dtype)
     return lax.convert_element_type(lax.eq(labels, classes), dt)
