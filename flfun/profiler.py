@@ -122,9 +122,8 @@ def profile(trace: bool = True) -> Iterator[Profile]:
         print(prof.table())
     """
     prof = Profile(trace)
-    telemetry.attach(prof)
     try:
-        yield prof
+        with telemetry.listen(prof):
+            yield prof
     finally:
-        telemetry.detach(prof)
         prof.end_ns = time.perf_counter_ns()

@@ -43,11 +43,12 @@ def _wrap(prim, impl: Callable) -> Callable:
     return instrumented
 
 
-def attach(listener) -> None:
-    """Start calling ``listener.on_call(prim_name, t0_ns, t1_ns, fresh_buffers, out)`` after every impl call.
+@contextlib.contextmanager
+def listen(listener) -> Iterator[None]:
+    """Call ``listener.on_call(prim_name, t0_ns, t1_ns, fresh_buffers, out)`` after every impl call in the block.
 
     The first listener wraps every registered impl with ``register_impl`` (which bumps the registry version, so
-    jitted functions pick the wrappers up); the last one to ``detach`` restores the originals.
+    jitted functions pick the wrappers up); when the last one leaves, the originals come back.
     """
     from flfun import core
     if not _listeners:
@@ -57,18 +58,15 @@ def attach(listener) -> None:
                 _saved[(prim, backend)] = (impl, wrapper := _wrap(prim, impl))
                 core.register_impl(prim, backend, wrapper)
     _listeners.append(listener)
-
-
-def detach(listener) -> None:
-    """Stop notifying ``listener``; restores the original impls when no listener is left."""
-    from flfun import core
-    if listener in _listeners:
+    try:
+        yield
+    finally:
         _listeners.remove(listener)
-    if not _listeners:
-        for (prim, backend), (impl, wrapper) in list(_saved.items()):
-            if prim.impls.get(backend) is wrapper:   # leave impls someone replaced meanwhile alone
-                core.register_impl(prim, backend, impl)
-        _saved.clear()
+        if not _listeners:
+            for (prim, backend), (impl, wrapper) in _saved.items():
+                if prim.impls.get(backend) is wrapper:   # leave impls someone replaced meanwhile alone
+                    core.register_impl(prim, backend, impl)
+            _saved.clear()
 
 
 def _root(a):
@@ -184,23 +182,22 @@ def _open(path, mode: str):
 class _Recorder:
     def __init__(self, trace: Trace, shadow: Allocator | None):
         self.trace, self.shadow = trace, shadow
-        self.blocks, self.finalizers = {}, {}   # trace id -> shadow block, weakref.finalize
+        self.finalizers = {}   # trace id -> weakref.finalize freeing it (and its shadow block)
 
     def on_call(self, name, t0, t1, fresh, out) -> None:
         for buf in fresh:
             nbytes = int(buf.nbytes)
             block = self.shadow.malloc(nbytes) if self.shadow is not None else None
             i = self.trace.alloc(nbytes, name, allocated=block.size if block else nbytes, ptr=block.ptr if block else 0)
-            self.blocks[i] = block
             try:
-                self.finalizers[i] = weakref.finalize(buf, self.on_free, i)
+                self.finalizers[i] = weakref.finalize(buf, self.on_free, i, block)
             except TypeError:   # numpy scalars cannot be weakly referenced: count them as freed at once
-                self.on_free(i)
+                self.on_free(i, block)
 
-    def on_free(self, i: int) -> None:
+    def on_free(self, i: int, block) -> None:
         self.finalizers.pop(i, None)
         self.trace.free(i)
-        if (block := self.blocks.pop(i)) is not None:
+        if block is not None:
             self.shadow.free(block)
 
     def close(self) -> None:
@@ -228,14 +225,10 @@ def record(shadow: Allocator | None | bool = True, collect: bool = True, **meta)
         print(trace.summary()); trace.save("step.json.gz")
     """
     rec = _Recorder(Trace(meta=dict(meta)), CachingAllocator(memory="virtual") if shadow is True else shadow or None)
-    attach(rec)
-    try:
+    with contextlib.closing(rec), listen(rec):
         yield rec.trace
         if collect:
             gc.collect()
-    finally:
-        detach(rec)
-        rec.close()
 
 
 # ------------------------------------------------------------------------------------------------------- replay
