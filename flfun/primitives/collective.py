@@ -130,8 +130,6 @@ def pmin(x, axis_name):
 # --------------------------------------------------------------------------------------------------- all_gather
 def _all_gather_abstract_eval(x, *, axes, axis, axis_size, tiled):
     shape = list(x.shape)
-    if not 0 <= axis <= len(shape) - tiled:
-        raise ValueError(f"all_gather: axis {axis} is out of range for {short(x)} (tiled={tiled})")
     shape[axis:axis + tiled] = [shape[axis] * axis_size if tiled else axis_size]     # tiled: grow, else insert
     return ShapedArray(shape, x.dtype, is_weak(x))
 
@@ -140,6 +138,12 @@ def _merge_dims(x, d: int):
     """Merge dimensions ``d`` and ``d + 1`` of ``x`` (row-major)."""
     s = tuple(x.shape)
     return S.reshape(x, s[:d] + (s[d] * s[d + 1],) + s[d + 2:])
+
+
+def _split_dim(x, d: int, n: int):
+    """Split dimension ``d`` of ``x`` into ``(n, size // n)`` (row-major): the inverse of ``_merge_dims``."""
+    s = tuple(x.shape)
+    return S.reshape(x, s[:d] + (n, s[d] // n) + s[d + 1:])
 
 
 def _all_gather_batch(frame, x, d, *, axes, axis, axis_size, tiled):
@@ -182,8 +186,6 @@ def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
 # ------------------------------------------------------------------------------------------------- psum_scatter
 def _psum_scatter_abstract_eval(x, *, axes, scatter_dimension, axis_size, tiled):
     shape, d = list(x.shape), scatter_dimension
-    if not 0 <= d < len(shape):
-        raise ValueError(f"psum_scatter: scatter_dimension {d} is out of range for {short(x)}")
     if shape[d] % axis_size if tiled else shape[d] != axis_size:
         raise ValueError(f"psum_scatter: dimension {d} of {short(x)} must " + (
             f"be divisible by the axis size {axis_size} (tiled=True)" if tiled else
@@ -193,11 +195,9 @@ def _psum_scatter_abstract_eval(x, *, axes, scatter_dimension, axis_size, tiled)
 
 
 def _psum_scatter_batch(axis, x, d, *, axes, scatter_dimension, axis_size, tiled):
-    total, sd = _sum_members(x, d, axis.size), scatter_dimension
-    if tiled:       # split the dimension into (members, chunk): member i's chunk is slot i
-        s = tuple(total.shape)
-        total = S.reshape(total, s[:sd] + (axis.size, s[sd] // axis.size) + s[sd + 1:])
-    return total, sd
+    total = _sum_members(x, d, axis.size)
+    # tiled: split the dimension into (members, chunk), so that member i's chunk is slot i
+    return (_split_dim(total, scatter_dimension, axis.size) if tiled else total), scatter_dimension
 
 
 psum_scatter_p = _collective(
@@ -272,9 +272,6 @@ def ppermute(x, axis_name, perm):
 # --------------------------------------------------------------------------------------------------- all_to_all
 def _all_to_all_abstract_eval(x, *, axes, split_axis, concat_axis, axis_size):
     shape = list(x.shape)
-    if not 0 <= split_axis < len(shape) or not 0 <= concat_axis < len(shape):
-        raise ValueError(f"all_to_all: split_axis {split_axis} and concat_axis {concat_axis} must be within the "
-                         f"rank of {short(x)}")
     if shape[split_axis] != axis_size:
         raise ValueError(f"all_to_all: dimension {split_axis} of {short(x)} must equal the axis size {axis_size}")
     del shape[split_axis]
@@ -314,12 +311,10 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool =
         ca = canonical_axis(concat_axis, nd, "all_to_all concat_axis")
         if not tiled:
             return bind(all_to_all_p, a, axes=(name,), split_axis=sa, concat_axis=ca, axis_size=n)
-        s = tuple(a.shape)
-        if s[sa] % n:
+        if a.shape[sa] % n:
             raise ValueError(f"all_to_all: dimension {sa} of {short(a)} must be divisible by the axis size {n} "
                              f"(tiled=True)")
-        a = S.reshape(a, s[:sa] + (n, s[sa] // n) + s[sa + 1:])
-        a = bind(all_to_all_p, a, axes=(name,), split_axis=sa, concat_axis=ca, axis_size=n)
+        a = bind(all_to_all_p, _split_dim(a, sa, n), axes=(name,), split_axis=sa, concat_axis=ca, axis_size=n)
         return _merge_dims(a, ca)
     return tree_map(one, x)
 
