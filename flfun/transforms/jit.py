@@ -7,6 +7,7 @@ whose rules make jit compose with grad, vjp, jvp and vmap in every order.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import sys
@@ -96,11 +97,7 @@ def _fast_key(args, kwargs, positional: bool):
 
 
 # ---------------------------------------------------------------------------------------------------- jit
-class _Traced:
-    __slots__ = ("closed", "out_tree", "tracers", "avals", "in_tree")
-
-    def __init__(self, closed, out_tree, tracers, avals, in_tree):
-        self.closed, self.out_tree, self.tracers, self.avals, self.in_tree = closed, out_tree, tracers, avals, in_tree
+_Traced = collections.namedtuple("_Traced", "closed out_tree tracers avals in_tree")
 
 
 class JitFunction:
@@ -145,17 +142,17 @@ class JitFunction:
                         tree_unflatten(out_tree, [wrap(o, dev) for o in outs])
         return self._call(args, kwargs)
 
-    def _signature(self, args, kwargs):
+    def _trace(self, args, kwargs):
+        """``(traced program, argument leaves, their avals, donated leaf indices)`` for these arguments."""
         nargs = len(args)
         static_pos = {i % nargs for i in self.static_argnums if -nargs <= i < nargs}
-        static = [(i, args[i]) for i in sorted(static_pos)] + [(k, kwargs[k]) for k in sorted(kwargs)
-                                                               if k in self.static_argnames]
+        static = tuple([(i, args[i]) for i in sorted(static_pos)] + [(k, kwargs[k]) for k in sorted(kwargs)
+                                                                     if k in self.static_argnames])
         for where, val in static:
             try:
                 hash(val)
             except TypeError:
-                what = f"argument {where}" if isinstance(where, int) else f"argument {where!r}"
-                raise ValueError(f"jit: static {what} of {self.__name__} must be hashable, got "
+                raise ValueError(f"jit: static argument {where!r} of {self.__name__} must be hashable, got "
                                  f"{type(val).__name__} {val!r:.60} (use a tuple instead of a list, or pass it "
                                  f"as a traced array instead of through static_argnums)") from None
         dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
@@ -163,6 +160,7 @@ class JitFunction:
         leaves, in_tree = tree_flatten((dyn, dyn_kw))
         donate = {i % nargs for i in self.donate_argnums if -nargs <= i < nargs}
         mask = [i in donate for i, a in enumerate(args) if i not in static_pos for _ in tree_leaves(a)]
+        donated = tuple(i for i, d in enumerate(mask) if d)
         avals = []
         for i, x in enumerate(leaves):
             try:
@@ -170,16 +168,11 @@ class JitFunction:
             except TypeError:
                 raise ValueError(f"jit: argument leaf {i} of {self.__name__} is a {type(x).__name__}, not an "
                                  f"array; mark it static (static_argnums / static_argnames)") from None
-        return leaves, in_tree, tuple(avals), tuple(static), tuple(i for i, d in enumerate(mask) if d)
-
-    def _trace(self, args, kwargs):
-        """``(traced program, argument leaves, their avals, donated leaf indices)`` for these arguments."""
-        leaves, in_tree, avals, static, donated = self._signature(args, kwargs)
+        avals = tuple(avals)
         key = (in_tree, avals, static)
         hit = self._traces.get(key)
         if hit is not None:
             return hit, leaves, avals, donated
-        static_pos = {w for w, _ in static if isinstance(w, int)}
 
         def fun(dyn, dyn_kw):
             it = iter(dyn)
