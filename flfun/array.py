@@ -6,6 +6,8 @@ An Array never changes after it is made: there is no ``__setitem__`` and no in-p
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 _np_ns = None  # flfun.numpy, bound lazily to avoid an import cycle
@@ -47,10 +49,7 @@ class Array:
 
     @property
     def size(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def device(self):
@@ -214,14 +213,8 @@ for _name in ("clip", "round", "squeeze", "flatten", "ravel", "dot", "conj", "so
               "take", "swapaxes", "trace", "diagonal"):
     setattr(Array, _name, _forward(_name))
 
-for _op, _fn in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("truediv", "divide"),
-                 ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "power"), ("matmul", "matmul"),
-                 ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
-                 ("lshift", "left_shift"), ("rshift", "right_shift"), ("divmod", "divmod")):
-    setattr(Array, f"__{_op}__", _forward(_fn))
-    setattr(Array, f"__r{_op}__", _forward(_fn, reflected=True))
-
-for _op, _fn in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal"),
-                 ("eq", "equal"), ("ne", "not_equal"), ("neg", "negative"), ("pos", "positive"),
-                 ("abs", "abs"), ("invert", "invert")):
-    setattr(Array, f"__{_op}__", _forward(_fn))
+# The arithmetic and comparison operators are bound by flfun/numpy/__init__.py, straight to the namespace's
+# functions (the C fast path included); only these two are forwarded from here.
+for _op in ("matmul", "divmod"):
+    setattr(Array, f"__{_op}__", _forward(_op))
+    setattr(Array, f"__r{_op}__", _forward(_op, reflected=True))

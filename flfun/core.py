@@ -123,12 +123,6 @@ class Primitive:
     def bind(self, *args, **params):
         return bind(self, *args, **params)
 
-    def def_impl(self, backend: str = "numpy") -> Callable:
-        def register(fn):
-            register_impl(self, backend, fn)
-            return fn
-        return register
-
     def def_jvp(self, fn: Callable) -> Callable:
         self.jvp = fn
         self.elementwise_tangent = None  # a derived shortcut must never outlive the rule it came from
@@ -399,7 +393,6 @@ def _one_device(name: str, args) -> list:
     if not devs:
         devs = list(dict.fromkeys(a._device for a in arrays if a._device is not default_device()))
     if len(devs) != 1:
-        devs = devs or list(dict.fromkeys(a._device for a in arrays))
         raise ValueError(f"{name}: operands live on different devices ({devs[0]} and {devs[1]}); move them "
                          f"with flfun.device_put first")
     dev = devs[0]

@@ -64,33 +64,19 @@ def iinfo(dtype):
 
 def scalar_dtype(x) -> np.dtype:
     """The dtype a Python scalar gets when it stands alone (the default dtypes)."""
-    if isinstance(x, bool):
-        return bool_
-    if isinstance(x, int):
-        return DEFAULT_INT
-    if isinstance(x, float):
-        return DEFAULT_FLOAT
+    for kind in (bool, int, float):        # bool first: it is also an int
+        if isinstance(x, kind):
+            return _PY_TYPES[kind]
     raise TypeError(f"unsupported Python scalar {x!r} of type {type(x).__name__}")
 
 
 def _promote_strong(a: np.dtype, b: np.dtype) -> np.dtype:
-    if a == b:
-        return a
-    ka, kb = a.kind, b.kind
-    if ka == "b":
+    if a.kind == "f" and b.kind != "f":
+        return a                               # integer or bool with float: keep the float (JAX's choice)
+    if b.kind == "f" and a.kind != "f":
         return b
-    if kb == "b":
-        return a
-    if ka == kb:                               # both float, signed or unsigned
-        return a if a.itemsize >= b.itemsize else b
-    if ka == "f" or kb == "f":
-        return a if ka == "f" else b          # integer with float: keep the float (JAX's choice)
-    s, u = (a, b) if ka == "i" else (b, a)
-    if s.itemsize > u.itemsize:
-        return s
-    if u.itemsize < 8:
-        return np.dtype(f"int{u.itemsize * 16}")
-    return DEFAULT_FLOAT                       # int64 with uint64 has no integer home
+    out = np.promote_types(a, b)
+    return DEFAULT_FLOAT if out.kind == "f" and a.kind != "f" else out   # int64 with uint64 has no integer home
 
 
 def result_type(*dtypes_and_weak: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:

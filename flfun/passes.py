@@ -287,12 +287,9 @@ def _implicit_broadcast(e: Eqn, producer: dict):
         y, dims, rank = prev.inputs[0], tuple(prev.params["broadcast_dimensions"]), len(out.shape)
         if dims != tuple(range(rank - len(y.aval.shape), rank)):
             shape = tuple(dict(zip(dims, y.aval.shape)).get(d, 1) for d in range(rank))
-            if type(y) is Var:
-                from flfun.primitives import get
-                new.append(Eqn(get("reshape"), (y,), (Var(ShapedArray(shape, y.aval.dtype)),), {"new_sizes": shape}))
-                y = new[-1].outputs[0]
-            else:
-                y = Literal(y.val, ShapedArray((), y.aval.dtype))
+            from flfun.primitives import get     # (a literal source is a scalar: its dimensions are trailing)
+            new.append(Eqn(get("reshape"), (y,), (Var(ShapedArray(shape, y.aval.dtype)),), {"new_sizes": shape}))
+            y = new[-1].outputs[0]
         ins[k] = y
     if not new and ins == list(e.inputs):
         return None
