@@ -91,12 +91,10 @@ def make_memory(memory: str | RawMemory | None, device=None) -> RawMemory:
 # ------------------------------------------------------------------------------------------------------ blocks
 class Segment:
     """One raw allocation from the backend that blocks are carved from."""
-    __slots__ = ("handle", "id", "memory", "owner", "pool", "ptr", "size")
-    _ids = itertools.count()
+    __slots__ = ("handle", "memory", "owner", "pool", "ptr", "size")
 
     def __init__(self, ptr: int, size: int, handle, memory: RawMemory, pool: str, owner=None):
         self.ptr, self.size, self.handle, self.memory, self.pool, self.owner = ptr, size, handle, memory, pool, owner
-        self.id = next(Segment._ids)
 
 
 class Block:
@@ -212,7 +210,7 @@ class BaseAllocator:
         self.device, self.memory = device, make_memory(memory, device)
         self.capacity = None if capacity is None else int(capacity)
         self._stats = {name: {pool: _Stat() for pool in POOLS} for name in STAT_NAMES}
-        self._live, self._segments = {}, {}   # ptr -> live Block, id -> Segment
+        self._live, self._segments = {}, {}   # ptr -> live Block, ptr -> Segment
         self.num_alloc_retries = self.num_ooms = 0
         self.events: list | None = None   # set to a list to log (action, ptr, size) as PyTorch's device_traces
 
@@ -239,12 +237,12 @@ class BaseAllocator:
         except MemoryError:
             return None
         seg = Segment(ptr, size, handle, self.memory, pool, self)
-        self._segments[seg.id] = seg
+        self._segments[ptr] = seg
         self._count(pool, 1, ("segment_alloc", ptr, size), segment=1, reserved_bytes=size)
         return seg
 
     def _release_segment(self, seg: Segment) -> None:
-        self.memory.release(self._segments.pop(seg.id).handle)
+        self.memory.release(self._segments.pop(seg.ptr).handle)
         seg.handle = None
         self._count(seg.pool, -1, ("segment_free", seg.ptr, seg.size), segment=1, reserved_bytes=seg.size)
 
@@ -545,10 +543,10 @@ class CachingAllocator(BaseAllocator):
 
     def segments(self) -> list[tuple[Segment, list[Block]]]:
         """Each segment with its blocks (live and cached) in address order."""
-        by_seg: dict[int, list[Block]] = {sid: [] for sid in self._segments}
-        for b in itertools.chain(self._live.values(), self.free_blocks()):
-            by_seg[b.segment.id].append(b)
-        return [(self._segments[sid], sorted(bs, key=lambda b: b.ptr)) for sid, bs in by_seg.items()]
+        by_seg = {ptr: (seg, []) for ptr, seg in self._segments.items()}
+        for b in sorted(itertools.chain(self._live.values(), self.free_blocks()), key=lambda b: b.ptr):
+            by_seg[b.segment.ptr][1].append(b)
+        return list(by_seg.values())
 
 
 def _divisions_fn(spec):
