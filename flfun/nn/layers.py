@@ -113,8 +113,7 @@ class _Conv(Module):
         ci = in_channels // groups
         shape = (*k, ci, out_channels) if channels_last else (out_channels, ci, *k)
         self.weight = init.torch_default(*((-2, -1) if channels_last else (1, 0)))(wkey, shape, dtype)
-        fan_in = ci * int(np.prod(k))
-        self.bias = _bias_init(bkey, fan_in, (out_channels,), dtype) if use_bias else None
+        self.bias = _bias_init(bkey, ci * int(np.prod(k)), (out_channels,), dtype) if use_bias else None
         self.stride = _tuple(stride, n, "stride", name)
         self.padding = _padding(padding, n, name)
         self.dilation = _tuple(dilation, n, "dilation", name)
@@ -194,9 +193,8 @@ def avg_pool(x, window: Sequence[int], channels_last: bool = False) -> Array:
         >>> avg_pool(fnp.ones((64, 24, 24, 64)), (2, 2), channels_last=True).shape
         (64, 12, 12, 64)
     """
-    def mean(v, axes):
-        return lax.reduce_sum(v, axes) / float(np.prod([v.shape[a] for a in axes]))
-    return _pool(x, window, mean, "avg_pool", channels_last)
+    size = float(np.prod([int(w) for w in window]))
+    return _pool(x, window, lambda v, axes: lax.reduce_sum(v, axes) / size, "avg_pool", channels_last)
 
 
 def max_pool(x, window: Sequence[int], channels_last: bool = False) -> Array:
