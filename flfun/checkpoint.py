@@ -168,15 +168,12 @@ def load(path: str | os.PathLike, like: Any = None) -> Any:
     extra = sorted(set(arrays) - set(names))
     if extra:
         raise CheckpointError(f"load: {path!r} has unexpected key '{extra[0]}' that the template lacks")
-    out = []
     for n, leaf in zip(names, leaves):
-        a = arrays[n]
-        want_shape, want_dtype = np.shape(leaf), _to_numpy(n, leaf).dtype
-        if a.shape != tuple(want_shape) or a.dtype != want_dtype:
+        a, want = arrays[n], _to_numpy(n, leaf)
+        if a.shape != want.shape or a.dtype != want.dtype:
             raise CheckpointError(f"load: key '{n}' has {a.dtype.name}{list(a.shape)} in {path!r} but the "
-                                  f"template expects {np.dtype(want_dtype).name}{list(want_shape)}")
-        out.append(asarray(a))
-    return tree_unflatten(treedef, out)
+                                  f"template expects {want.dtype.name}{list(want.shape)}")
+    return tree_unflatten(treedef, [asarray(arrays[n]) for n in names])
 
 
 def load_metadata(path: str | os.PathLike) -> dict[str, str]:
