@@ -1,6 +1,8 @@
 """Backends supply impls. numpy (CPU) is always present; cupy (GPU) is loaded lazily when installed."""
 from __future__ import annotations
 
+import importlib
+
 from flfun.backends.base import Backend, Device
 from flfun.config import config
 
@@ -10,13 +12,9 @@ _BACKENDS: dict[str, Backend] = {}
 def get_backend(name: str) -> Backend:
     """The backend called ``name`` ('numpy' or 'cupy'), installing its impls on first use."""
     if name not in _BACKENDS:
-        if name == "numpy":
-            from flfun.backends import numpy_backend as mod
-        elif name == "cupy":
-            from flfun.backends import cupy_backend as mod
-        else:
+        if name not in ("numpy", "cupy"):
             raise ValueError(f"unknown backend {name!r}; choose 'numpy' or 'cupy'")
-        backend = mod.make_backend()
+        backend = importlib.import_module(f"flfun.backends.{name}_backend").make_backend()
         backend.install()
         _BACKENDS[name] = backend
     return _BACKENDS[name]

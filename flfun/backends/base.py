@@ -33,9 +33,6 @@ class Device:
     def __repr__(self):
         return f"{self.platform}:{self.id}"
 
-    def __str__(self):
-        return repr(self)
-
 
 @dataclass
 class Backend:

@@ -53,17 +53,11 @@ def is_available() -> bool:
 
 
 class GpuDevice(Device):
-    """A GPU: transfers and synchronisation happen on its own CUDA device."""
+    """A GPU: transfers to it happen on its own CUDA device (``to_host`` and ``synchronize`` are ``Device``'s)."""
 
     def put(self, value):
         with self.xp.cuda.Device(self.id):
             return self.xp.asarray(value)
-
-    def to_host(self, value):
-        return self.xp.asnumpy(value)
-
-    def synchronize(self) -> None:
-        self.xp.cuda.Device(self.id).synchronize()
 
 
 def make_backend() -> Backend:
@@ -104,10 +98,8 @@ def install(cp) -> None:
         primitives.get(name).impls.setdefault("cupy", fn)
     install_impls(cp, "cupy")
     register_kernel_builder("cupy", kernels.build)
-    from flfun.transforms import call
-    compilers = getattr(call, "BACKEND_COMPILERS", None)
-    if compilers is not None:
-        compilers["cupy"] = executor.compile_program
+    from flfun.transforms.call import BACKEND_COMPILERS
+    BACKEND_COMPILERS["cupy"] = executor.compile_program
 
 
 __all__ = ["BackendUnavailableError", "GpuDevice", "install", "is_available", "make_backend", "overrides"]

@@ -204,6 +204,7 @@ def gemm(cp, a, b, c, tf32: bool) -> None:
 # ----------------------------------------------------------------------------------------------------- impls
 def impls(cp, fallback: dict) -> dict:
     """cupy impls of ``dot_general`` and ``reduce_sum`` on cuBLAS, falling back to ``fallback[name]``."""
+    from flfun.backends.xp import finish
     from flfun.backends.xp.linalg import dot_operands
     xp_dot, xp_sum = fallback["dot_general"], fallback["reduce_sum"]
     floats = (np.dtype(np.float32), np.dtype(np.float64))
@@ -217,10 +218,7 @@ def impls(cp, fallback: dict) -> dict:
         a, b, shape = dot_operands(cp, lhs, rhs, dimension_numbers)
         res = out if out is not None and out.flags.c_contiguous else cp.empty(shape, lhs.dtype)
         gemm(cp, a, b, res.reshape(a.shape[:-1] + b.shape[-1:]), config.tf32)
-        if out is not None and res is not out:
-            cp.copyto(out, res)
-            return out
-        return res
+        return finish(res, out)
 
     def reduce_sum(x, *, axes, out=None):
         """Sums over leading or trailing axes of a C-contiguous float array as ``ones @ x`` or ``x @ ones``
@@ -240,10 +238,7 @@ def impls(cp, fallback: dict) -> dict:
             gemm(cp, ones.reshape(1, r), x.reshape(r, rest), res.reshape(1, rest), False)
         else:       # (rest, r) @ (r, 1)
             gemm(cp, x.reshape(rest, r), ones.reshape(r, 1), res.reshape(rest, 1), False)
-        if out is not None and res is not out:
-            cp.copyto(out, res)
-            return out
-        return res
+        return finish(res, out)
 
     return {"dot_general": dot_general, "reduce_sum": reduce_sum}
 

@@ -6,6 +6,8 @@ device thread executes its program and meets the others in the communicator.
 """
 from __future__ import annotations
 
+from flfun.backends.xp import finish
+
 
 def _member(op: str, name):
     from flfun.distributed.spmd import current_context
@@ -24,10 +26,7 @@ def impls(xp) -> dict:
                 comm, r = _member(prim, name)
                 x = comm.allreduce(r, x, op, out=out if i == len(axes) - 1 else None,
                                    what=f"{prim} over axis {name!r}")
-            if out is not None and x is not out:
-                out[...] = x
-                return out
-            return x
+            return finish(x, out)
         return impl
 
     def all_gather(x, *, axes, axis, axis_size, tiled):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from flfun.backends.xp import finish
+
 
 def impls(xp) -> dict:
     def rsqrt(x, out=None):
@@ -41,10 +43,7 @@ def impls(xp) -> dict:
             res = xp.where(which, cases[1], cases[0])
         else:
             res = xp.choose(which, cases)
-        if out is None:
-            return res
-        xp.copyto(out, res)
-        return out
+        return finish(res, out)
 
     def integer_pow(x, *, y):
         if y == 2:

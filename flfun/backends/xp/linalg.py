@@ -14,6 +14,7 @@ import functools
 import itertools
 from math import prod
 
+from flfun.backends.xp import finish
 from flfun.primitives.linalg import conv_output_shape
 
 
@@ -79,16 +80,12 @@ def _dot_general(xp):
             spec = _outer_subscripts(lhs.ndim, rhs.ndim, dimension_numbers)
             if einsum_out:
                 return einsum(spec, lhs, rhs, out=out)
-            return _finish(xp, einsum(spec, lhs, rhs), out)
+            return finish(einsum(spec, lhs, rhs), out)
         a, b, shape = dot_operands(xp, xp.asarray(lhs), xp.asarray(rhs), dimension_numbers)
         if out is not None and out.flags.c_contiguous:
             matmul(a, b, out=xp.reshape(out, a.shape[:-1] + b.shape[-1:]))
             return out
-        res = xp.reshape(matmul(a, b), shape)
-        if out is not None:
-            xp.copyto(out, res)
-            return out
-        return res
+        return finish(xp.reshape(matmul(a, b), shape), out)
     return dot_general
 
 
@@ -159,7 +156,7 @@ def _conv(xp):
         BG, Nb, K, S = B * G, N // B, prod(ksz), prod(osz)
         if BG == 1 and all(s == 1 for s in window_strides) and all(d == 1 for d in lhs_dilation) \
                 and _scatter_is_cheaper(C, O, K, prod(x.shape[2:]), S, N):
-            return _finish(xp, xp.transpose(scatter_conv(x, w, padding, rhs_dilation, osz), final), out)
+            return finish(xp.transpose(scatter_conv(x, w, padding, rhs_dilation, osz), final), out)
         x = dilate_pad(x, padding, lhs_dilation)                           # (N, C, *S)
         st = x.strides[2:]
         win = as_strided(x, (N, C) + ksz + osz, x.strides[:2] + tuple(s * r for s, r in zip(st, rhs_dilation))
@@ -180,7 +177,7 @@ def _conv(xp):
             if out is not None and out.flags.c_contiguous and final == tuple(range(ns + 2)):
                 xp.matmul(wm, cols, out=xp.reshape(out, (Nb, O, S)))
                 return out
-            return _finish(xp, xp.transpose(xp.reshape(xp.matmul(wm, cols), (Nb, O) + osz), final), out)
+            return finish(xp.transpose(xp.reshape(xp.matmul(wm, cols), (Nb, O) + osz), final), out)
         if layout == "skc":
             wm = xp.reshape(xp.transpose(w, (0,) + sp + (1,)), (BG, O // BG, K * Cg))
             cols = xp.reshape(xp.transpose(win, (0, 2, 1) + oax + kax + (3,)), (BG, Nb * S, K * Cg))
@@ -201,7 +198,7 @@ def _conv(xp):
                 return out
             sizes = (Nb, O) + osz
             raw = xp.reshape(xp.matmul(a, b), tuple(sizes[i] for i in raw_axes))
-            return _finish(xp, xp.transpose(raw, comp), out)
+            return finish(xp.transpose(raw, comp), out)
         sck = layout != "cks"     # the GEMM gives (n, *O, o) rows; otherwise (o, n, *O)
         if sck:
             raw_shape, to_canonical = (B, G, Nb) + osz + (O // BG,), (2, 0, 1, 3 + ns) + tuple(range(3, 3 + ns))
@@ -209,15 +206,8 @@ def _conv(xp):
             raw_shape, to_canonical = (B, G, O // BG, Nb) + osz, (3, 0, 1, 2) + tuple(range(4, 4 + ns))
         raw = xp.matmul(cols, xp.swapaxes(wm, -1, -2)) if sck else xp.matmul(wm, cols)
         res = xp.reshape(xp.transpose(xp.reshape(raw, raw_shape), to_canonical), (Nb, O) + osz)
-        return _finish(xp, xp.transpose(res, final), out)
+        return finish(xp.transpose(res, final), out)
     return conv
-
-
-def _finish(xp, res, out):
-    if out is None:
-        return res
-    xp.copyto(out, res)
-    return out
 
 
 def impls(xp) -> dict:

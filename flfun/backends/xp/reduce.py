@@ -2,6 +2,8 @@
 (max: -inf / the integer minimum), as in lax; ``flfun.numpy`` raises numpy's errors before it gets here."""
 from __future__ import annotations
 
+from flfun.backends.xp import finish
+
 
 def impls(xp) -> dict:
     def identity(dtype, biggest: bool):
@@ -16,11 +18,7 @@ def impls(xp) -> dict:
         def impl(x, *, axes, out=None):
             if x.size == 0 and any(x.shape[a] == 0 for a in axes):
                 shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
-                res = xp.full(shape, identity(x.dtype, biggest), dtype=x.dtype)
-                if out is None:
-                    return res
-                out[...] = res
-                return out
+                return finish(xp.full(shape, identity(x.dtype, biggest), dtype=x.dtype), out)
             return fn(x, axis=axes, out=out)
         return impl
 
@@ -60,10 +58,7 @@ def impls(xp) -> dict:
                 hi[axis], lo[axis] = slice(d, None), slice(None, -d)
                 res[tuple(hi)] = ufunc(res[tuple(lo)], res[tuple(hi)])
                 d *= 2
-            if out is None:
-                return res
-            out[...] = res
-            return out
+            return finish(res, out)
         return by_steps
 
     return {
