@@ -57,12 +57,12 @@ def local_device_count(backend: str | None = None) -> int:
 
 def process_index() -> int:
     """This process's rank among the processes joined by ``flfun.distributed.initialize()`` (0 if alone)."""
-    return 0 if world() is None else world().rank
+    return 0 if world() is None else world().comm.rank
 
 
 def process_count() -> int:
     """Number of processes joined by ``flfun.distributed.initialize()`` (1 if alone)."""
-    return 1 if world() is None else world().size
+    return 1 if world() is None else world().comm.size
 
 
 def set_cpu_device_count(n: int) -> list[Device]:

@@ -19,7 +19,7 @@ from flfun.distributed.mpi import HierarchicalCommunicator, MPICommunicator
 _timeout = float(os.environ.get("FLFUN_COLLECTIVE_TIMEOUT", "300"))
 
 
-_world: SimpleNamespace | None = None        # comm, devices, local_count, rank, size, all_comm
+_world: SimpleNamespace | None = None        # comm (MPICommunicator: rank, size), devices, all_comm
 
 
 def get_timeout() -> float:
@@ -81,8 +81,7 @@ def initialize(abort_on_error: bool = True) -> None:
                          f"{[len(x) for x in layout]} (set FLFUN_CPU_DEVICES alike on every rank)")
     devices = [d for p, descr in enumerate(layout) for d in (local if p == comm.rank else [
         Device(plat, i, backend, None, process_index=p) for plat, i, backend in descr])]
-    _world = SimpleNamespace(comm=comm, devices=devices, local_count=len(local), rank=comm.rank, size=comm.size,
-                             all_comm=None)
+    _world = SimpleNamespace(comm=comm, devices=devices, all_comm=None)
     if not (abort_on_error and comm.size > 1):
         return
     previous = sys.excepthook
@@ -108,16 +107,16 @@ def world_communicator(devs: list) -> Communicator:
         raise NotImplementedError("pmap: a mesh axis that spans processes must cover all devices of all "
                                   "processes (flfun.devices()), in order")
     if _world.all_comm is None:
-        local = [d for d in devs if d.process_index == _world.rank]
+        local = [d for d in devs if d.process_index == _world.comm.rank]
         if local[0].platform == "gpu":
             if len(local) != 1:
                 raise NotImplementedError("pmap across processes on GPUs needs one GPU per process")
             from flfun.distributed.nccl import NcclCommunicator
             _world.all_comm = NcclCommunicator.from_mpi(_world.comm.comm, local[0].id)
-        elif _world.local_count == 1:
+        elif len(local) == 1:
             _world.all_comm = _world.comm
         else:
-            _world.all_comm = HierarchicalCommunicator(ThreadCommunicator(_world.local_count), _world.comm)
+            _world.all_comm = HierarchicalCommunicator(ThreadCommunicator(len(local)), _world.comm)
     return _world.all_comm
 
 

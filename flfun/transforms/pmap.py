@@ -135,8 +135,7 @@ class PmapFunction:
 
     def __call__(self, *args, **kwargs):
         static_pos, leaves, in_tree, axes, n = self._prepare(args, kwargs)
-        frame = _enclosing_frame()
-        if frame is not None:
+        if (frame := _enclosing_frame()) is not None:
             return self._nested(frame, args, static_pos, leaves, in_tree, axes, n)
         closed, out_tree, extra, out_axes, mesh = self._trace(args, static_pos, leaves, in_tree, axes, n)
         in_ax, p_out_axes = (tuple(None if a is None else 0 for a in ax) for ax in (axes, out_axes))
@@ -182,10 +181,10 @@ class PmapFunction:
             self.trace_count += 1
             avals = closed.out_avals
             out_axes = _canonical_axes(self.out_axes, tree_unflatten(out_tree[0], avals), avals, "out_axes", 1)
-            hit = (closed, out_tree[0], tracers, out_axes, n_global, tuple(mesh_axes))
+            hit = (closed, out_tree[0], tracers, out_axes, tuple(mesh_axes))
             if not tracers:
                 self._traces[key] = hit
-        closed, out_tree, tracers, out_axes, n_global, mesh_axes = hit
+        closed, out_tree, tracers, out_axes, mesh_axes = hit
         return closed, out_tree, tracers, out_axes, self._mesh(n_global, mesh_axes)
 
     def _mesh(self, n_global: int, inner: tuple) -> Mesh:
