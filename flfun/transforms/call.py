@@ -16,7 +16,7 @@ from flfun.array import Array
 from flfun.config import config
 from flfun.core import Primitive, ShapedArray, Tracer, _state, get_aval, register_impl, to_array
 from flfun.executor import Executable, writes_out
-from flfun.ir import ClosedProgram, Eqn, Literal, Program, Var, eval_program
+from flfun.ir import ClosedProgram, Eqn, Literal, Program, eval_program
 from flfun.memory.planner import plan_program
 from flfun.passes import optimize, partial_eval
 from flfun.primitives.common import Zero, is_zero, moveaxis_to_front, not_mapped, tangent_aval
@@ -30,26 +30,20 @@ def close_program(program: Program, consts: list) -> tuple[ClosedProgram, list]:
     """Turn traced constants into: literals (scalars), constants (concrete arrays) or, for tracers of outer
     transforms and arrays an eager grad tape is watching, leading inputs. Returns the closed program and those
     values."""
-    tracer_vars, tracers, keep_vars, keep_vals, env = [], [], [], [], {}
+    tracers, keep, env = {}, {}, {}      # constvar -> outer tracer / concrete array / scalar Literal
     tape = _state.tape
     for v, c in zip(program.constvars, consts):
         if isinstance(c, Tracer) or tape is not None and id(c) in tape.index:   # the eager grad tape watches c
-            tracer_vars.append(v)
-            tracers.append(c)
+            tracers[v] = c
             continue
         arr = c if type(c) is Array else to_array(c, v.aval.dtype if type(c) in (int, float, bool) else None)
-        if not arr.shape:
-            env[v.id] = Literal(np.asarray(arr)[()], v.aval)
+        if arr.shape:
+            keep[v] = arr
         else:
-            keep_vars.append(v)
-            keep_vals.append(arr)
-    if env:
-        sub = lambda x: env.get(x.id, x) if type(x) is Var else x
-        eqns = [Eqn(e.prim, tuple(sub(x) for x in e.inputs), e.outputs, e.params) for e in program.eqns]
-        outvars = [sub(x) for x in program.outvars]
-    else:
-        eqns, outvars = program.eqns, program.outvars
-    return ClosedProgram(Program(keep_vars, tracer_vars + list(program.invars), eqns, outvars), keep_vals), tracers
+            env[v] = Literal(np.asarray(arr)[()], v.aval)
+    eqns = [Eqn(e.prim, tuple(env.get(x, x) for x in e.inputs), e.outputs, e.params) for e in program.eqns]
+    program = Program(list(keep), [*tracers, *program.invars], eqns, [env.get(x, x) for x in program.outvars])
+    return ClosedProgram(program, list(keep.values())), list(tracers.values())
 
 
 def trace_closed(fn: Callable, in_avals: list[ShapedArray]) -> ClosedProgram:
@@ -188,11 +182,9 @@ def _jit_batch(axis, args, dims, *, closed, name, donated):
 
 def _jit_impl_for(backend: str) -> Callable:
     def impl(*vals, closed, name, donated):
+        from flfun.backends import get_backend
         dev = core.default_device()
-        if dev.backend != backend:
-            from flfun.backends import get_backend
-            dev = get_backend(backend).devices[0]
-        return compile_program(closed, dev)(*vals)
+        return compile_program(closed, dev if dev.backend == backend else get_backend(backend).devices[0])(*vals)
     return impl
 
 
