@@ -54,11 +54,9 @@ class SpmdAxisTrace(Trace):
         return val
 
 
-    def process_primitive(self, prim, tracers, params):
-        dyn = _state.dynamic
-        if dyn is None:
-            raise RuntimeError(f"{prim.name}: a pmap axis is only bound while pmap traces its function")
-        return dyn.trace.process_primitive(prim, [full_raise(dyn.trace, t) for t in tracers], params)
+    def process_primitive(self, prim, tracers, params):     # frames are only pushed around a staging trace
+        dyn = _state.dynamic.trace
+        return dyn.process_primitive(prim, [full_raise(dyn, t) for t in tracers], params)
 
 
 def _enclosing_frame() -> _Frame | None:
@@ -335,10 +333,7 @@ pmap_p = Primitive("pmap", multiple_results=True)
 
 @pmap_p.def_abstract_eval
 def _pmap_abstract_eval(*avals, program, mesh, in_axes, out_axes, name):
-    for a, ax in zip(avals, in_axes):
-        if ax is not None and (not a.shape or a.shape[0] != _count(mesh, ax)):
-            raise ValueError(f"pmap: a mapped operand is {core.short(a)}, but {name} runs {_count(mesh, ax)} "
-                             f"{'devices' if ax == PER_DEVICE else 'shards'} here")
+    # mapped operands (checked by PmapFunction, kept so by the rules) lead with the size _count(mesh, ax)
     return [a if ax is None else a.update(shape=(_count(mesh, ax),) + a.shape)
             for a, ax in zip(program.out_avals, out_axes)]
 
