@@ -69,19 +69,25 @@ def register_strategy(name: str):
     return wrap
 
 
+def _free_gaps(busy: Iterable[tuple[int, int]], size: int) -> tuple[list[tuple[int, int]], int]:
+    """The holes between ``(offset, size)`` intervals that hold ``size`` bytes, as ``(hole size, offset)`` in
+    address order, and the first offset above them all."""
+    gaps, top = [], 0
+    for offset, n in sorted(busy):
+        if offset - top >= size:
+            gaps.append((offset - top, top))
+        top = max(top, offset + n)
+    return gaps, top
+
+
 def place_in_order(buffers: Iterable[BufferSpec]) -> dict[int, int]:
     """First fit: each buffer, in the given order, at the lowest offset free during its whole lifetime."""
-    placed: list[tuple[int, int, BufferSpec]] = []
+    placed: list[tuple[int, BufferSpec]] = []
     out = {}
     for b in buffers:
-        busy = sorted((o, o + s) for o, s, p in placed if p.overlaps_in_time(b) and s)
-        offset = 0
-        for lo, hi in busy:
-            if offset + b.size <= lo:
-                break
-            offset = max(offset, hi)
-        out[b.id] = offset
-        placed.append((offset, b.size, b))
+        gaps, top = _free_gaps(((o, p.size) for o, p in placed if p.overlaps_in_time(b) and p.size), b.size)
+        out[b.id] = gaps[0][1] if gaps else top
+        placed.append((out[b.id], b))
     return out
 
 
@@ -102,17 +108,13 @@ def _greedy_by_size(buffers, alignment):
 def _best_fit(buffers, alignment):
     """XLA's heap simulator with best fit: walk the program in order, free buffers after their last use, and
     put each new buffer in the smallest free gap that holds it (the top of the heap if none does)."""
-    live: list[tuple[int, int, int]] = []          # (offset, size, end)
+    live: list[tuple[int, BufferSpec]] = []
     out = {}
     for b in sorted(buffers, key=lambda b: (b.start, -b.size, b.id)):
-        live = sorted(x for x in live if x[2] >= b.start)
-        gaps, cursor = [], 0                           # (gap size, its offset) of each free gap that fits
-        for off, size, _ in live:
-            if off - cursor >= b.size:
-                gaps.append((off - cursor, cursor))
-            cursor = max(cursor, off + size)
-        out[b.id] = offset = min(gaps)[1] if gaps else cursor
-        live.append((offset, b.size, b.end))
+        live = [(o, x) for o, x in live if x.end >= b.start]
+        gaps, top = _free_gaps(((o, x.size) for o, x in live), b.size)
+        out[b.id] = min(gaps)[1] if gaps else top
+        live.append((out[b.id], b))
     return out
 
 
