@@ -16,30 +16,16 @@ import numpy as np
 from flfun.array import Array
 from flfun.core import _state, short, wrap
 from flfun.numpy._promote import asarray_like, promote
-from flfun.primitives import elementwise as lax
-from flfun.primitives import reduce as lax_reduce
-from flfun.primitives import shape as lax_shape
+from flfun.primitives import elementwise as lax, reduce as lax_reduce, shape as lax_shape
 from flfun.primitives.linalg import dot_general, dot_general_p
 from flfun.util import canonical_axis
 
 __all__ = ["diagonal", "dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot", "vecdot"]
 
 
-def _operands(op: str, *xs) -> list:
-    """Arrays of one common dtype (Python scalars and lists are converted, dtypes promoted)."""
-    if all(isinstance(x, Array) for x in xs) and all(x.dtype == xs[0].dtype for x in xs):
-        return list(xs)
-    return promote(op, *[x if isinstance(x, (Array, int, float, bool)) else asarray_like(x) for x in xs])
-
-
 def _check_contract(op: str, a, b, ca: Sequence[int], cb: Sequence[int]) -> None:
     if any(a.shape[i] != b.shape[j] for i, j in zip(ca, cb)):
         raise TypeError(f"{op}: contracting dimensions must match, got {short(a)} and {short(b)}")
-
-
-def _drop_axes(x, axes: Sequence[int]):
-    """``x`` without the listed size-1 axes."""
-    return lax_shape.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)) if axes else x
 
 
 # ------------------------------------------------------------------------------------------------------ matmul
@@ -65,7 +51,7 @@ def matmul(x1, x2, /) -> Array:
             impl = _dot_impls.get(x1._device.backend)
             if impl is not None:
                 return wrap(impl(v1, v2, dimension_numbers=_MATMUL_DN), x1._device)
-    a, b = _operands("matmul", x1, x2)
+    a, b = promote("matmul", x1, x2)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: operands must have at least one dimension, got {short(a)} and {short(b)} "
                          f"(use multiply for scalars)")
@@ -83,11 +69,8 @@ def _broadcast_dot(op: str, a, la: list, b, lb: list, order: list):
     sa, sb = dict(zip(la, a.shape)), dict(zip(lb, b.shape))
     if any(sa[c] != sb[c] and 1 not in (sa[c], sb[c]) for c in sa if c in sb):
         raise TypeError(f"{op}: batch dimensions do not broadcast: {short(a)} and {short(b)}")
-    drop_a = [j for j, c in enumerate(la) if sa[c] == 1 and sb.get(c, 1) != 1]
-    drop_b = [j for j, c in enumerate(lb) if sb[c] == 1 and sa.get(c, 1) != 1]
-    la, lb = [c for j, c in enumerate(la) if j not in drop_a], [c for j, c in enumerate(lb) if j not in drop_b]
-    out, lab = _contract_pair(_drop_axes(a, drop_a), la, _drop_axes(b, drop_b), lb, set(order))
-    return lax_shape.transpose(out, tuple(lab.index(c) for c in order if c in lab))
+    sizes = {c: max(sa.get(c, 1), sb.get(c, 1)) for c in {**sa, **sb}}
+    return _contract([(a, la), (b, lb)], sizes, [c for c in order if c in sizes])
 
 
 def dot(a, b, /) -> Array:
@@ -105,7 +88,7 @@ def dot(a, b, /) -> Array:
 def _dot(op, a, b, b_axis, flat: bool = False):
     """Contract the last axis of ``a`` with axis ``b_axis(b)`` of ``b`` (scalars multiply); with ``flat`` both
     are flattened first, and ``b_axis=None`` contracts nothing (an outer product)."""
-    a, b = _operands(op, a, b)
+    a, b = promote(op, a, b)
     if flat:
         a, b = lax_shape.reshape(a, (a.size,)), lax_shape.reshape(b, (b.size,))
     elif a.ndim == 0 or b.ndim == 0:
@@ -148,7 +131,7 @@ def tensordot(a, b, /, axes=2) -> Array:
         >>> fnp.tensordot(fnp.ones((2, 3, 4)), fnp.ones((3, 4, 5)), axes=2).shape
         (2, 5)
     """
-    a, b = _operands("tensordot", a, b)
+    a, b = promote("tensordot", a, b)
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
         if not 0 <= n <= min(a.ndim, b.ndim):
@@ -179,7 +162,7 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Array:
         >>> fnp.vecdot(fnp.ones((4, 3)), fnp.ones(3)).shape
         (4,)
     """
-    a, b = _operands("vecdot", x1, x2)
+    a, b = promote("vecdot", x1, x2)
     n = max(a.ndim, b.ndim)
     if n == 0:
         raise ValueError("vecdot: operands must have at least one dimension, got scalars")
@@ -199,7 +182,7 @@ def kron(a, b, /) -> Array:
         >>> fnp.kron(fnp.eye(2), fnp.ones((2, 2))).shape
         (4, 4)
     """
-    a, b = _operands("kron", a, b)
+    a, b = promote("kron", a, b)
     n = max(a.ndim, b.ndim)
     sa, sb = (1,) * (n - a.ndim) + tuple(a.shape), (1,) * (n - b.ndim) + tuple(b.shape)
     a = lax_shape.reshape(a, tuple(itertools.chain.from_iterable((d, 1) for d in sa)))
@@ -357,7 +340,7 @@ def einsum(subscripts: str, /, *operands, optimize="greedy", dtype=None) -> Arra
                          "(the interleaved operand/sublist form is not supported)")
     if not operands:
         raise ValueError("einsum: at least one operand is required")
-    arrays = _operands("einsum", *operands)
+    arrays = promote("einsum", *operands)
     if dtype is not None:
         arrays = [lax.convert_element_type(x, np.dtype(dtype)) if x.dtype != np.dtype(dtype) else x
                   for x in arrays]
@@ -369,9 +352,17 @@ def einsum(subscripts: str, /, *operands, optimize="greedy", dtype=None) -> Arra
             if sizes.get(c, 1) not in (1, d) and d != 1:
                 raise ValueError(f"einsum: label {c!r} has sizes {sizes[c]} and {d} in {subscripts!r}")
             sizes[c] = max(sizes.get(c, 1), d)
-    for i, (x, lab) in enumerate(ops):     # size-1 dims broadcast: drop them where another operand is larger
+    return _contract(ops, sizes, out_labels, optimize)
+
+
+def _contract(ops: list, sizes: dict, out_labels: list, optimize=False):
+    """Contract ``(array, labels)`` operands into an array labelled ``out_labels``: size-1 dims facing a larger
+    size are dropped (broadcast), labels no other operand or the output needs are summed, then pairs contract."""
+    for i, (x, lab) in enumerate(ops):
         drop = [j for j, c in enumerate(lab) if x.shape[j] == 1 and sizes[c] > 1]
-        ops[i] = (_drop_axes(x, drop), [c for j, c in enumerate(lab) if j not in drop])
+        if drop:
+            ops[i] = (lax_shape.reshape(x, tuple(d for j, d in enumerate(x.shape) if j not in drop)),
+                      [c for j, c in enumerate(lab) if j not in drop])
     for i, (x, lab) in enumerate(ops):
         elsewhere = set(out_labels).union(*[set(lb) for j, (_, lb) in enumerate(ops) if j != i])
         ops[i] = _sum_labels(x, lab, [c for c in lab if c not in elsewhere])
@@ -383,4 +374,3 @@ def einsum(subscripts: str, /, *operands, optimize="greedy", dtype=None) -> Arra
     x, lab = ops[0]
     x, lab = _sum_labels(x, lab, [c for c in lab if c not in out_labels])
     return lax_shape.transpose(x, tuple(lab.index(c) for c in out_labels))
-

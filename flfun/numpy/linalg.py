@@ -16,17 +16,13 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import short
+from flfun.numpy._creation import eye
 from flfun.numpy._elementwise import where
-from flfun.numpy._linalg import _diagonal_last, _operands, matmul, tensordot, vecdot
-from flfun.numpy._linalg import outer as _outer
-from flfun.numpy._linalg import trace as _trace
-from flfun.numpy._manipulation import matrix_transpose
+from flfun.numpy._linalg import _diagonal_last, matmul, outer as _outer, tensordot, trace as _trace, vecdot
+from flfun.numpy._manipulation import _split_at, matrix_transpose
 from flfun.numpy._promote import asarray_like, promote, to_float
 from flfun.numpy._reductions import _keep
-from flfun.primitives import decomp as lax_decomp
-from flfun.primitives import elementwise as lax
-from flfun.primitives import reduce as lax_reduce
-from flfun.primitives import shape as lax_shape
+from flfun.primitives import decomp as lax_decomp, elementwise as lax, reduce as lax_reduce, shape as lax_shape
 from flfun.primitives.common import broadcast_to_shape
 from flfun.util import canonical_axes, canonical_axis
 
@@ -77,17 +73,12 @@ def cross(x1, x2, /, *, axis: int = -1) -> Array:
         >>> linalg.cross(fnp.asarray([1.0, 0, 0]), fnp.asarray([0.0, 1, 0])).tolist()
         [0.0, 0.0, 1.0]
     """
-    a, b = _operands("cross", x1, x2)
+    a, b = promote("cross", x1, x2)
     n = max(a.ndim, b.ndim)
     ax = canonical_axis(axis, n, "cross") - n
     if -ax > min(a.ndim, b.ndim) or a.shape[ax] != 3 or b.shape[ax] != 3:
         raise ValueError(f"cross: axis {axis} must have size 3 in both operands, got {short(a)} and {short(b)}")
-
-    def part(x, i):
-        d = x.ndim + ax
-        return lax_shape.slice(x, tuple(i if k == d else 0 for k in range(x.ndim)),
-                               tuple(i + 1 if k == d else s for k, s in enumerate(x.shape)))
-    (a0, a1, a2), (b0, b1, b2) = [[part(x, i) for i in range(3)] for x in (a, b)]
+    (a0, a1, a2), (b0, b1, b2) = [_split_at(x, [0, 1, 2, 3], x.ndim + ax) for x in (a, b)]
     comps = [lax.sub(lax.mul(a1, b2), lax.mul(a2, b1)), lax.sub(lax.mul(a2, b0), lax.mul(a0, b2)),
              lax.sub(lax.mul(a0, b1), lax.mul(a1, b0))]
     return lax_shape.concatenate(comps, n + ax)
@@ -206,25 +197,10 @@ def matrix_power(x, n: int, /) -> Array:
 
 
 # ------------------------------------------------------------------------------------------------ decompositions
-class EighResult(NamedTuple):
-    eigenvalues: Array
-    eigenvectors: Array
-
-
-class QRResult(NamedTuple):
-    Q: Array
-    R: Array
-
-
-class SlogdetResult(NamedTuple):
-    sign: Array
-    logabsdet: Array
-
-
-class SVDResult(NamedTuple):
-    U: Array
-    S: Array
-    Vh: Array
+EighResult = NamedTuple("EighResult", [("eigenvalues", Array), ("eigenvectors", Array)])
+QRResult = NamedTuple("QRResult", [("Q", Array), ("R", Array)])
+SlogdetResult = NamedTuple("SlogdetResult", [("sign", Array), ("logabsdet", Array)])
+SVDResult = NamedTuple("SVDResult", [("U", Array), ("S", Array), ("Vh", Array)])
 
 
 def _matrices(op: str, x, square: bool = True) -> Array:
@@ -236,9 +212,7 @@ def _matrices(op: str, x, square: bool = True) -> Array:
 
 
 def _eye_like(x) -> Array:
-    k = x.shape[-1]
-    eye = lax.eq(lax_shape.iota("int32", (k, k), 0), lax_shape.iota("int32", (k, k), 1))
-    return lax_shape.broadcast_in_dim(lax.convert_element_type(eye, x.dtype), x.shape, (x.ndim - 2, x.ndim - 1))
+    return broadcast_to_shape(eye(x.shape[-1], dtype=x.dtype), x.shape)
 
 
 def cholesky(x, /, *, upper: bool = False) -> Array:
