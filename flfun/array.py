@@ -85,10 +85,8 @@ class Array:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         v = self._value if isinstance(self._value, np.ndarray) or not self._device.platform == "cpu" \
             else np.asarray(self._value)
-        kwargs = {} if max_version is None else {"max_version": max_version}
-        if stream is not None:
-            kwargs["stream"] = stream
-        return v.__dlpack__(**kwargs)
+        kwargs = {"max_version": max_version, "stream": stream}
+        return v.__dlpack__(**{k: a for k, a in kwargs.items() if a is not None})
 
     def __dlpack_device__(self):
         v = self._value if hasattr(self._value, "__dlpack_device__") else np.asarray(self._value)

@@ -180,16 +180,14 @@ class MainTrace:
 
 
 class Trace:
-    """One transform's interpreter: lifts values into its tracers and processes primitives on them."""
+    """One transform's interpreter: lifts values into its tracers and processes primitives on them.
+
+    Subclasses define ``pure(val)`` (lift a value, also a tracer of a lower level, into this trace's tracers) and
+    ``process_primitive(prim, tracers, params) -> list`` (apply ``prim``'s rule for this transform).
+    """
 
     def __init__(self, main: MainTrace):
         self.main = main
-
-    def pure(self, val):     # also lifts a tracer of a lower level
-        raise NotImplementedError
-
-    def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> list:
-        raise NotImplementedError
 
 
 def _needs_concrete(what: str) -> Callable:

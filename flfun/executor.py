@@ -46,8 +46,6 @@ def writes_out(backend: str) -> Callable[[Eqn], bool]:
 
 
 def _raw(c, device):
-    if isinstance(c, Literal):
-        return c.val
     if isinstance(c, Array) and (c._device is device or device is None):
         return c._value
     return np.asarray(c) if device is None else device.put(np.asarray(c))

@@ -7,6 +7,7 @@ stand for a scalar constant). ``typecheck`` re-runs every shape rule; passes liv
 from __future__ import annotations
 
 import itertools
+import string
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,18 +96,14 @@ class ClosedProgram:
 
 
 def _names():
-    for n in itertools.count():
-        s = ""
-        while n >= 0:
-            s, n = chr(ord("a") + n % 26) + s, n // 26 - 1
-        yield s
+    """a, b, ..., z, aa, ab, ..."""
+    for length in itertools.count(1):
+        yield from map("".join, itertools.product(string.ascii_lowercase, repeat=length))
 
 
 def _fmt_param(v) -> str:
-    if isinstance(v, Program):
-        return "{ " + pretty(v).replace("\n", "\n    ") + " }"
-    if isinstance(v, ClosedProgram):
-        return _fmt_param(v.program)
+    if isinstance(v, (Program, ClosedProgram)):
+        return "{ " + pretty(getattr(v, "program", v)).replace("\n", "\n    ") + " }"
     if isinstance(v, np.dtype):
         return dtypes.short_name(v)
     if hasattr(v, "name") and not isinstance(v, str) and not isinstance(v, type):

@@ -152,9 +152,8 @@ def broadcast_prefix(prefix: Any, tree: Any, what: str) -> list:
         if p is None or pt is None:
             out.extend([p] * tree_structure(t).num_leaves)
             return
-        tt, fns = _node(t)
-        pc, tc = pfns[0](p)[0], (fns[0](t)[0] if tt is not None else None)
-        if tt is None or pt is not tt or len(pc) != len(tc):
+        pc, tc = pfns[0](p)[0], (pfns[0](t)[0] if type(t) is pt else None)     # t: a node of p's type?
+        if tc is None or len(pc) != len(tc):
             raise ValueError(f"{what}: structure {tree_structure(p)} is not a prefix of {tree_structure(t)}")
         for a, b in zip(pc, tc):
             rec(a, b)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from typing import Callable, Iterable, Sequence
 
 
@@ -19,16 +20,15 @@ def prod(xs: Iterable[int]) -> int:
 
 def canonical_axis(axis: int, ndim: int, op: str) -> int:
     """Normalise a possibly negative axis, raising a clear error when it is out of range."""
-    if not isinstance(axis, (int,)) or isinstance(axis, bool):
-        try:
-            axis = int(axis.__index__())
-        except Exception:
-            raise TypeError(f"{op}: axis must be an integer, got {axis!r}") from None
+    try:
+        axis = int(operator.index(axis))       # bool and numpy integers become plain ints
+    except Exception:
+        raise TypeError(f"{op}: axis must be an integer, got {axis!r}") from None
     if ndim == 0 and axis in (0, -1):
         return 0
     if not -ndim <= axis < ndim:
         raise ValueError(f"{op}: axis {axis} is out of bounds for an array of rank {ndim}")
-    return axis % ndim if ndim else 0
+    return axis % ndim
 
 
 def canonical_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
