@@ -16,6 +16,7 @@ from flfun import dtypes, lax
 from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.core import short
+from flfun.numpy._promote import to_float
 from flfun.util import canonical_axis, prod
 
 _U32 = np.dtype(np.uint32)
@@ -243,8 +244,7 @@ def bernoulli(key: Array, p=0.5, shape: Sequence[int] | None = None) -> Array:
         >>> mask = flfun.random.bernoulli(flfun.random.key(0), 0.9, (8,))
     """
     key = _check_key(key, "bernoulli")
-    p = fnp.asarray(p)
-    p = p if dtypes.is_float(p.dtype) else lax.convert_element_type(p, dtypes.DEFAULT_FLOAT)
+    p = to_float(fnp.asarray(p))
     shape = _canonical_shape(p.shape if shape is None else shape, "bernoulli")
     return uniform(key, shape, p.dtype) < p
 
