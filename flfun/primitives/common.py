@@ -154,9 +154,10 @@ def batch_axes(axes, bdim: int):
 
 def front_batch(fn: Callable) -> Callable:
     """Batch rule ``fn(size, *args, **params)`` on operands whose mapped axis was moved to the front (unmapped ones
-    broadcast); the result is mapped along axis 0."""
+    broadcast); the result (or each of a list of results) is mapped along axis 0."""
     def rule(axis, args, dims, **params):
-        return fn(axis.size, *[moveaxis_to_front(a, d, axis.size) for a, d in zip(args, dims)], **params), 0
+        out = fn(axis.size, *[moveaxis_to_front(a, d, axis.size) for a, d in zip(args, dims)], **params)
+        return out, ([0] * len(out) if isinstance(out, list) else 0)
     return rule
 
 

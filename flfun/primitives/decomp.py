@@ -7,7 +7,7 @@ right-hand side (it transposes there). Impls are in ``flfun/backends/xp/decomp.p
 from __future__ import annotations
 
 from flfun.core import Primitive, ShapedArray, bind, short
-from flfun.primitives.common import Zero, is_undefined, is_zero, jvp_rule, moveaxis_to_front, tangent_aval
+from flfun.primitives.common import Zero, front_batch, is_undefined, is_zero, jvp_rule, tangent_aval
 from flfun.primitives.elementwise import add, convert_element_type, div, eq, gt, mul, neg, sub
 from flfun.primitives.linalg import dot_general
 from flfun.primitives.reduce import reduce_sum
@@ -46,13 +46,6 @@ def _gaps_inv(eye, d):
     return sub(div(full((), 1, d.dtype), add(d, eye)), eye)
 
 
-def _front_batch(prim: Primitive):
-    def rule(axis, args, dims, **params):
-        out = prim.bind(*[moveaxis_to_front(a, d, axis.size) for a, d in zip(args, dims)])
-        return out, ([0] * len(out) if prim.multiple_results else 0)
-    prim.def_batch(rule)
-
-
 def _unary(name: str, multiple_results: bool = False, out_shapes=None) -> Primitive:
     """A decomposition of one operand; ``out_shapes(batch, m, n)`` gives its results' shapes."""
     p = Primitive(name, multiple_results=multiple_results)
@@ -62,7 +55,7 @@ def _unary(name: str, multiple_results: bool = False, out_shapes=None) -> Primit
         shapes = out_shapes(tuple(x.shape[:-2]), *x.shape[-2:])
         return [ShapedArray(s, x.dtype) for s in shapes] if multiple_results else ShapedArray(shapes[0], x.dtype)
     p.def_abstract_eval(abstract_eval)
-    _front_batch(p)
+    p.def_batch(front_batch(lambda size, x: p.bind(x)))
     return p
 
 
@@ -194,7 +187,7 @@ def _solve_transpose(ct, a, b):
     return [None, solve(_T(a), ct)]
 
 
-_front_batch(solve_p)
+solve_p.def_batch(front_batch(lambda size, a, b: solve_p.bind(a, b)))
 
 
 def solve(a, b):

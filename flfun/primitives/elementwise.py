@@ -38,12 +38,18 @@ def _unary(name: str, kinds: str = "float", tangent=None, out_dtype=None) -> Pri
     return p
 
 
-def _binary(name: str, kinds: str = "num", out_dtype=None) -> Primitive:
+def _binary(name: str, kinds: str = "num", out_dtype=None, jvp=None, ints: bool = False,
+            inplace: bool = False) -> Primitive:
+    """A broadcasting binary primitive; ``jvp(out, primals, tangents)`` gives its output tangent (None: piecewise
+    constant), which integer outputs get as a symbolic zero unless ``ints``."""
     p = Primitive(name)
     p.def_abstract_eval(naryop_abstract_eval(name, kinds, out_dtype))
     p.def_batch(broadcasting_batch(p))
     p.elementwise = True
-    if out_dtype is not None or kinds in ("int", "intbool", "bool"):
+    p.inplace = (0, 1) if inplace else ()
+    if jvp is not None:
+        p.def_jvp(guarded_jvp(p, jvp, float_only=not ints))
+    elif out_dtype is not None or kinds in ("int", "intbool", "bool"):
         p.def_jvp(zero_jvp(p))
     return p
 
@@ -118,10 +124,9 @@ def integer_pow(x, y: int):
 
 
 # --------------------------------------------------------------------------------------------- binary arithmetic
-def _binary_jvp(prim, dx, dy, both=None, ints: bool = False):
+def _sum_rule(dx, dy, both=None):
     """jvp from ``dx(tx, x, y, out)`` / ``dy(ty, x, y, out)``, the tangent parts of the nonzero tangents (added,
-    or ``both(tx, ty, x, y, out)`` when both are), broadcast to the output. Integer outputs get a zero tangent
-    unless ``ints``."""
+    or ``both(tx, ty, x, y, out)`` when both are), broadcast to the output."""
     def rule(out, primals, tangents):
         (x, y), (tx, ty) = primals, tangents
         if is_zero(tx) or is_zero(ty):
@@ -129,16 +134,14 @@ def _binary_jvp(prim, dx, dy, both=None, ints: bool = False):
         else:
             t = both(tx, ty, x, y, out) if both else add(dx(tx, x, y, out), dy(ty, x, y, out))
         return broadcast_to_shape(t, out.shape)
-    return guarded_jvp(prim, rule, float_only=not ints)
+    return rule
 
 
 def _ident(t, *_):
     return t
 
 
-add_p = _binary("add")
-add_p.inplace = (0, 1)
-add_p.def_jvp(_binary_jvp(add_p, _ident, _ident, ints=True))
+add_p = _binary("add", jvp=_sum_rule(_ident, _ident), ints=True, inplace=True)
 
 
 @add_p.def_transpose
@@ -146,19 +149,16 @@ def _add_transpose(ct, x, y):
     return [unbroadcast(ct, x.aval) if is_undefined(x) else None, unbroadcast(ct, y.aval) if is_undefined(y) else None]
 
 
-sub_p = _binary("sub")
-sub_p.inplace = (0, 1)
-sub_p.def_jvp(_binary_jvp(sub_p, _ident, lambda t, *_: neg(t), lambda tx, ty, *_: sub(tx, ty), ints=True))
+sub_p = _binary("sub", jvp=_sum_rule(_ident, lambda t, *_: neg(t), lambda tx, ty, *_: sub(tx, ty)), ints=True,
+                inplace=True)
 
 
 @sub_p.def_transpose
 def _sub_transpose(ct, x, y):
-    return [unbroadcast(ct, x.aval) if is_undefined(x) else None, unbroadcast(neg(ct), y.aval) if is_undefined(y) else None]
-
-
-mul_p = _binary("mul")
-mul_p.inplace = (0, 1)
-mul_p.def_jvp(_binary_jvp(mul_p, lambda t, x, y, out: mul(t, y), lambda t, x, y, out: mul(x, t), ints=True))
+    return [unbroadcast(ct, x.aval) if is_undefined(x) else None,
+            unbroadcast(neg(ct), y.aval) if is_undefined(y) else None]
+mul_p = _binary("mul", jvp=_sum_rule(lambda t, x, y, out: mul(t, y), lambda t, x, y, out: mul(x, t)), ints=True,
+                inplace=True)
 
 
 @mul_p.def_transpose
@@ -170,10 +170,8 @@ def _mul_transpose(ct, x, y):
     return [None, unbroadcast(mul(x, ct), y.aval)]
 
 
-div_p = _binary("div")
-div_p.inplace = (0, 1)
-div_p.def_jvp(_binary_jvp(div_p, lambda t, x, y, out: div(t, y), lambda t, x, y, out: div(neg(mul(out, t)), y),
-                          lambda tx, ty, x, y, out: div(sub(tx, mul(out, ty)), y)))
+div_p = _binary("div", jvp=_sum_rule(lambda t, x, y, out: div(t, y), lambda t, x, y, out: div(neg(mul(out, t)), y),
+                                     lambda tx, ty, x, y, out: div(sub(tx, mul(out, ty)), y)), inplace=True)
 
 
 @div_p.def_transpose
@@ -183,48 +181,35 @@ def _div_transpose(ct, x, y):
     return [unbroadcast(div(ct, y), x.aval), None]
 
 
-rem_p = _binary("rem")
 # d/dy = -trunc(x / y), and (x - out) / y is that quotient exactly in floating point
-rem_p.def_jvp(_binary_jvp(rem_p, _ident, lambda t, x, y, out: neg(mul(t, div(sub(x, out), y)))))
-pow_p = _binary("pow")
+rem_p = _binary("rem", jvp=_sum_rule(_ident, lambda t, x, y, out: neg(mul(t, div(sub(x, out), y)))))
 # d/dx = y * x**(y-1) stays finite at x == 0 for y >= 1; d/dy = log(x) * out with log(0) taken as 0
-pow_p.def_jvp(_binary_jvp(
-    pow_p, lambda t, x, y, out: mul(t, mul(y, pow(x, sub(y, _const(y, 1))))),
+pow_p = _binary("pow", jvp=_sum_rule(
+    lambda t, x, y, out: mul(t, mul(y, pow(x, sub(y, _const(y, 1))))),
     lambda t, x, y, out: mul(t, mul(log(select_n(eq(x, _const(x, 0)), x, full(x.shape, 1, x.dtype))), out))))
 
 
-def _minmax_jvp(prim, pick_x):
+def _minmax_rule(pick_x):
     def rule(out, primals, tangents):
         (x, y), (tx, ty) = primals, (broadcast_to_shape(instantiate(t), out.shape) for t in tangents)
         # ties split the tangent evenly (JAX's convention), so max(x, x) has derivative 1
         return select_n(pick_x(x, y), select_n(eq(x, y), ty, mul(add(tx, ty), _const(out, 0.5))), tx)
-    return guarded_jvp(prim, rule, float_only=False)
+    return rule
 
 
-max_p = _binary("max")
-max_p.def_jvp(_minmax_jvp(max_p, lambda x, y: gt(x, y)))
-min_p = _binary("min")
-min_p.def_jvp(_minmax_jvp(min_p, lambda x, y: lt(x, y)))
+max_p = _binary("max", jvp=_minmax_rule(lambda x, y: gt(x, y)), ints=True)
+min_p = _binary("min", jvp=_minmax_rule(lambda x, y: lt(x, y)), ints=True)
+atan2_p = _binary("atan2", "float", jvp=_sum_rule(lambda t, x, y, out: mul(t, div(y, add(mul(x, x), mul(y, y)))),
+                                                  lambda t, x, y, out: neg(mul(t, div(x, add(mul(x, x), mul(y, y)))))))
+# the next representable float after x towards y; d/dx = 1
+nextafter_p = _binary("nextafter", "float",
+                      jvp=_sum_rule(_ident, lambda t, x, y, out: full(out.shape, 0, out.dtype)))
 
-atan2_p = _binary("atan2", "float")
-atan2_p.def_jvp(_binary_jvp(atan2_p, lambda t, x, y, out: mul(t, div(y, add(mul(x, x), mul(y, y)))),
-                            lambda t, x, y, out: neg(mul(t, div(x, add(mul(x, x), mul(y, y)))))))
-
-nextafter_p = _binary("nextafter", "float")   # the next representable float after x towards y; d/dx = 1
-nextafter_p.def_jvp(_binary_jvp(nextafter_p, _ident, lambda t, x, y, out: full(out.shape, 0, out.dtype)))
-
-and_p = _binary("and", "intbool")
-or_p = _binary("or", "intbool")
-xor_p = _binary("xor", "intbool")
-shift_left_p = _binary("shift_left", "int")
-shift_right_logical_p = _binary("shift_right_logical", "int")
-shift_right_arithmetic_p = _binary("shift_right_arithmetic", "int")
-eq_p = _binary("eq", "any", dtypes.bool_)
-ne_p = _binary("ne", "any", dtypes.bool_)
-lt_p = _binary("lt", "num", dtypes.bool_)
-le_p = _binary("le", "num", dtypes.bool_)
-gt_p = _binary("gt", "num", dtypes.bool_)
-ge_p = _binary("ge", "num", dtypes.bool_)
+and_p, or_p, xor_p = (_binary(name, "intbool") for name in ("and", "or", "xor"))
+shift_left_p, shift_right_logical_p, shift_right_arithmetic_p = (
+    _binary(name, "int") for name in ("shift_left", "shift_right_logical", "shift_right_arithmetic"))
+eq_p, ne_p = (_binary(name, "any", dtypes.bool_) for name in ("eq", "ne"))
+lt_p, le_p, gt_p, ge_p = (_binary(name, "num", dtypes.bool_) for name in ("lt", "le", "gt", "ge"))
 
 BINARY = (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p, and_p, or_p, xor_p, shift_left_p,
           shift_right_logical_p, shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p)
@@ -311,13 +296,10 @@ def _convert_element_type_abstract_eval(x, *, new_dtype, weak_type=False):
     return ShapedArray(x.shape, dtypes.canonicalize(new_dtype), weak_type)
 
 
-@convert_element_type_p.def_jvp
-def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type=False):
+@jvp_rule(convert_element_type_p)
+def _convert_element_type_jvp(out, primals, tangents, *, new_dtype, weak_type=False):
     (x,), (t,) = primals, tangents
-    out = convert_element_type(x, new_dtype, weak_type)
-    if is_zero(t) or not dtypes.is_float(new_dtype) or not dtypes.is_float(x.dtype):
-        return out, Zero(tangent_aval(out))
-    return out, convert_element_type(t, new_dtype)
+    return convert_element_type(t, new_dtype) if dtypes.is_float(x.dtype) else Zero(tangent_aval(out))
 
 
 @convert_element_type_p.def_transpose

@@ -10,7 +10,8 @@ from typing import NamedTuple
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
-from flfun.primitives.common import batch_axes, check_kinds, guarded_jvp, is_undefined, is_zero
+from flfun.primitives import elementwise as E, shape as S
+from flfun.primitives.common import batch_axes, check_kinds, guarded_jvp, is_undefined, is_zero, moveaxis
 
 
 def _argsort(xs: Sequence[int]) -> tuple[int, ...]:
@@ -25,10 +26,9 @@ def _remaining(n: int, *removed: Sequence[int]) -> list[int]:
 def _bilinear(prim: Primitive, transpose_lhs, transpose_rhs) -> None:
     """The jvp (one term per nonzero tangent) and transpose rules of a primitive bilinear in its two operands."""
     def jvp(out, primals, tangents, **params):
-        from flfun.primitives.elementwise import add
         (lhs, rhs), (tl, tr) = primals, tangents
         terms = [prim.bind(a, b, **params) for a, b, t in ((tl, rhs, tl), (lhs, tr, tr)) if not is_zero(t)]
-        return terms[0] if len(terms) == 1 else add(*terms)
+        return terms[0] if len(terms) == 1 else E.add(*terms)
 
     def transpose(ct, lhs, rhs, **params):
         if is_undefined(lhs) and is_undefined(rhs):
@@ -72,8 +72,6 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, preferred_element
 
 def _dot_transpose_lhs(ct, x_aval, y, *, dimension_numbers, preferred_element_type=None, swap_ans=False):
     """Cotangent of the lhs ``x``: ``ct`` contracted with ``y`` over their free dims, permuted to x's layout."""
-    from flfun.primitives.elementwise import convert_element_type
-    from flfun.primitives.shape import transpose
     (xc, yc), (xb, yb) = dimension_numbers
     x_kept = _remaining(len(x_aval.shape), xc, xb)
     y_kept = _remaining(len(y.shape), yc, yb)
@@ -82,8 +80,8 @@ def _dot_transpose_lhs(ct, x_aval, y, *, dimension_numbers, preferred_element_ty
     dims = ((tuple(range(start, start + len(y_kept))), tuple(y_kept)), (tuple(range(nb)), tuple(yb)))
     xc_by_y = [xc[i] for i in _argsort(yc)]
     if ct.dtype != y.dtype:
-        ct = convert_element_type(ct, y.dtype)
-    return transpose(dot_general(ct, y, dims), _argsort(list(xb) + x_kept + xc_by_y))
+        ct = E.convert_element_type(ct, y.dtype)
+    return S.transpose(dot_general(ct, y, dims), _argsort(list(xb) + x_kept + xc_by_y))
 
 
 def _dot_transpose_rhs(ct, x, y_aval, *, dimension_numbers, preferred_element_type=None):
@@ -205,20 +203,17 @@ def _conv_general_dilated_abstract_eval(lhs, rhs, *, window_strides, padding, lh
 
 
 def _reshape_axis_out_of(src: int, size1: int, x):
-    from flfun.primitives.shape import reshape
     shape = list(x.shape)
     shape[src:src + 1] = [size1, shape[src] // size1]
-    return reshape(x, shape)
+    return S.reshape(x, shape)
 
 
 def _reshape_axis_into(src: int, dst: int, x):
     """Merge axis ``src`` into axis ``dst`` (numbered after removing ``src``) as its major part."""
-    from flfun.primitives.shape import reshape, transpose
-    perm = [i for i in range(len(x.shape)) if i != src]
-    perm.insert(dst, src)
-    shape = [x.shape[i] for i in range(len(x.shape)) if i != src]
-    shape[dst] *= x.shape[src]
-    return reshape(transpose(x, perm), shape)
+    x = moveaxis(x, src, dst)
+    shape = list(x.shape)
+    shape[dst:dst + 2] = [shape[dst] * shape[dst + 1]]
+    return S.reshape(x, shape)
 
 
 def _fold_grouped(x, src: int, dst: int, groups: int):
@@ -241,7 +236,6 @@ def _spatial(shape, spec, dilation) -> list[int]:
 def _conv_transpose_lhs(ct, lhs_aval, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                         dimension_numbers, feature_group_count, batch_group_count):
     # a conv of ct with the spatially flipped, in/out-swapped kernel; strides become lhs dilation
-    from flfun.primitives.shape import rev
     lspec, rspec, ospec = dimension_numbers
     G, B = feature_group_count, batch_group_count
     if G > 1 or B > 1:   # move the group axis from rhs's out-features into its in-features
@@ -249,7 +243,7 @@ def _conv_transpose_lhs(ct, lhs_aval, rhs, *, window_strides, padding, lhs_dilat
     sizes = zip(padding, _spatial(rhs.shape, rspec, rhs_dilation), _spatial(lhs_aval.shape, lspec, lhs_dilation),
                 _spatial(ct.shape, ospec, window_strides))
     out = conv_general_dilated_p.bind(
-        ct, rev(rhs, tuple(rspec[2:])), window_strides=tuple(lhs_dilation),
+        ct, S.rev(rhs, tuple(rspec[2:])), window_strides=tuple(lhs_dilation),
         padding=tuple((k - lo - 1, n_in - n_out + lo) for (lo, _), k, n_in, n_out in sizes),
         lhs_dilation=tuple(window_strides), rhs_dilation=tuple(rhs_dilation),
         dimension_numbers=ConvDimensionNumbers(tuple(ospec), _spec_transpose(rspec), tuple(lspec)),

@@ -11,9 +11,12 @@ from flfun.primitives.common import batch_axes, check_kinds, guarded_jvp, jvp_ru
 from flfun.util import prod
 
 
-def _reduction(name: str, kinds: str) -> Primitive:
-    """A reduction primitive over a tuple of ``axes`` with its shape rule and batching rule; callers add the jvp."""
+def _reduction(name: str, kinds: str, jvp=None) -> Primitive:
+    """A reduction primitive over a tuple of ``axes`` with its shape rule and batching rule; ``jvp(p)`` gives its
+    jvp rule (None: the caller adds it)."""
     p = Primitive(name)
+    if jvp is not None:
+        p.def_jvp(jvp(p))
 
     @p.def_abstract_eval
     def abstract_eval(x, *, axes):
@@ -30,10 +33,12 @@ def _reduction(name: str, kinds: str) -> Primitive:
     return p
 
 
-def _axis_op(name: str, kinds: str, out_aval, keeps_axis: bool) -> Primitive:
+def _axis_op(name: str, kinds: str, out_aval, keeps_axis: bool, jvp=None) -> Primitive:
     """A primitive over one ``axis`` (arg-reductions, scans): the shared checks, then ``out_aval(name, x, axis,
-    **params)``; batching renumbers ``axis``."""
+    **params)``; batching renumbers ``axis``; ``jvp(p)`` gives the jvp rule (None: the caller adds it)."""
     p = Primitive(name)
+    if jvp is not None:
+        p.def_jvp(jvp(p))
 
     @p.def_abstract_eval
     def abstract_eval(x, *, axis, **params):
@@ -62,8 +67,7 @@ def _const(dtype, value):
 
 
 # --------------------------------------------------------------------------------------------------- reduce_sum
-reduce_sum_p = _reduction("reduce_sum", "num")
-reduce_sum_p.def_jvp(linear_jvp(reduce_sum_p))
+reduce_sum_p = _reduction("reduce_sum", "num", linear_jvp)
 
 
 @reduce_sum_p.def_transpose
@@ -92,10 +96,8 @@ def _chooser_jvp(prim: Primitive):
     return guarded_jvp(prim, rule)
 
 
-reduce_max_p = _reduction("reduce_max", "any")
-reduce_max_p.def_jvp(_chooser_jvp(reduce_max_p))
-reduce_min_p = _reduction("reduce_min", "any")
-reduce_min_p.def_jvp(_chooser_jvp(reduce_min_p))
+reduce_max_p = _reduction("reduce_max", "any", _chooser_jvp)
+reduce_min_p = _reduction("reduce_min", "any", _chooser_jvp)
 
 
 def reduce_max(x, axes):
@@ -148,10 +150,8 @@ def reduce_prod(x, axes):
 
 
 # ------------------------------------------------------------------------------------------ reduce_or / reduce_and
-reduce_or_p = _reduction("reduce_or", "bool")
-reduce_or_p.def_jvp(zero_jvp(reduce_or_p))
-reduce_and_p = _reduction("reduce_and", "bool")
-reduce_and_p.def_jvp(zero_jvp(reduce_and_p))
+reduce_or_p = _reduction("reduce_or", "bool", zero_jvp)
+reduce_and_p = _reduction("reduce_and", "bool", zero_jvp)
 
 
 def reduce_or(x, axes):
@@ -173,10 +173,8 @@ def _arg_aval(name, x, axis, *, index_dtype):
     return ShapedArray(x.shape[:axis] + x.shape[axis + 1:], index_dtype)
 
 
-argmax_p = _axis_op("argmax", "any", _arg_aval, keeps_axis=False)
-argmax_p.def_jvp(zero_jvp(argmax_p))
-argmin_p = _axis_op("argmin", "any", _arg_aval, keeps_axis=False)
-argmin_p.def_jvp(zero_jvp(argmin_p))
+argmax_p = _axis_op("argmax", "any", _arg_aval, False, zero_jvp)
+argmin_p = _axis_op("argmin", "any", _arg_aval, False, zero_jvp)
 
 
 def argmax(x, axis: int, index_dtype):
@@ -202,8 +200,8 @@ def argmin(x, axis: int, index_dtype):
 
 
 # ----------------------------------------------------------------------------------------------------- scans
-def _scan(name: str) -> Primitive:
-    p = _axis_op(name, "num", lambda name, x, axis, *, reverse: ShapedArray(x.shape, x.dtype, is_weak(x)), True)
+def _scan(name: str, jvp=None) -> Primitive:
+    p = _axis_op(name, "num", lambda name, x, axis, *, reverse: ShapedArray(x.shape, x.dtype, is_weak(x)), True, jvp)
     p.inplace = (0,)
     return p
 
@@ -226,8 +224,7 @@ def _log_step_scan(x, t, axis, reverse, identity, combine):
     return t
 
 
-cumsum_p = _scan("cumsum")
-cumsum_p.def_jvp(linear_jvp(cumsum_p))
+cumsum_p = _scan("cumsum", linear_jvp)
 
 
 @cumsum_p.def_transpose
@@ -277,10 +274,8 @@ def _cum_extremum_jvp(prim: Primitive, earlier_wins):
     return guarded_jvp(prim, rule)
 
 
-cummax_p = _scan("cummax")
-cummax_p.def_jvp(_cum_extremum_jvp(cummax_p, lambda a, b: E.ge(a, b)))
-cummin_p = _scan("cummin")
-cummin_p.def_jvp(_cum_extremum_jvp(cummin_p, lambda a, b: E.le(a, b)))
+cummax_p = _scan("cummax", lambda p: _cum_extremum_jvp(p, lambda a, b: E.ge(a, b)))
+cummin_p = _scan("cummin", lambda p: _cum_extremum_jvp(p, lambda a, b: E.le(a, b)))
 
 
 def cummax(x, axis: int, reverse: bool = False):
@@ -305,8 +300,6 @@ def cummin(x, axis: int, reverse: bool = False):
     return bind(cummin_p, x, axis=int(axis), reverse=bool(reverse))
 
 
-REDUCTIONS = (reduce_sum_p, reduce_max_p, reduce_min_p, reduce_prod_p, reduce_or_p, reduce_and_p)
-SCANS = (cumsum_p, cumprod_p, cummax_p, cummin_p)
 __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_or", "reduce_and", "argmax", "argmin",
            "cumsum", "cumprod", "cummax", "cummin", "reduce_sum_p", "reduce_max_p", "reduce_min_p", "reduce_prod_p",
            "reduce_or_p", "reduce_and_p", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "cummax_p", "cummin_p"]

@@ -618,11 +618,8 @@ def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
     return [back.get(i) for i in range(len(operands))]
 
 
-@sort_p.def_batch
-def _sort_batch(axis, args, dims, *, dimension, is_stable, num_keys):
-    args = [moveaxis_to_front(a, d, axis.size) for a, d in zip(args, dims)]
-    out = sort_p.bind(*args, dimension=dimension + 1, is_stable=is_stable, num_keys=num_keys)
-    return out, [0] * len(out)
+sort_p.def_batch(front_batch(
+    lambda size, *ops, dimension, **params: sort_p.bind(*ops, dimension=dimension + 1, **params)))
 
 
 def sort(operands, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
