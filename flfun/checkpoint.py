@@ -134,8 +134,10 @@ def _read(path: str) -> tuple[dict, dict[str, np.ndarray]]:
         raise CheckpointError(f"load: cannot read checkpoint {path!r}: {e.strerror}") from None
     try:
         arrays = st.numpy.load(blob)
-    except (st.SafetensorError, KeyError) as e:   # KeyError: a dtype numpy lacks, such as BF16
+    except st.SafetensorError as e:
         raise CheckpointError(f"load: {path!r} is corrupt, truncated or not a safetensors file: {e}") from None
+    except KeyError as e:   # a dtype numpy lacks, such as BF16
+        raise CheckpointError(f"load: {path!r} holds unsupported dtype {e}") from None
     header, data = _split(blob)
     meta = header.get("__metadata__") or {}
     want = meta.get("sha256")

@@ -140,6 +140,10 @@ def test_corruption_is_detected(tmp_path):
         _corrupt(path, damage)
         with pytest.raises(ck.CheckpointError, match=f"(?i){bad_file}{reason}"):
             ck.load(path)
+    header = b'{"x":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}}'
+    write_bytes(path, struct.pack("<Q", len(header)) + header + bytes(4))
+    with pytest.raises(ck.CheckpointError, match="holds unsupported dtype 'BF16'"):
+        ck.load(path)
     with pytest.raises(ck.CheckpointError, match="cannot read checkpoint"):
         ck.load(tmp_path / "missing.safetensors")
 
