@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from flfun.backends.xp.reduce import reduction_identity
 from flfun.core import _PRIMITIVES, Primitive
 from flfun.ir import Eqn, Literal, Program, Var
 
@@ -41,15 +42,36 @@ def c_literal(val, dtype) -> str:
     return f"(({C_TYPES[dtype.name]}){int(v)}{suffix})"
 
 
-def _math(name: str, dtype) -> str:
-    return name + ("f" if np.dtype(dtype) == np.float32 else "")
-
-
-_UNARY_FLOAT = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt", "sin": "sin",
-                "cos": "cos", "tan": "tan", "tanh": "tanh", "asin": "asin", "acos": "acos", "atan": "atan",
-                "sinh": "sinh", "cosh": "cosh", "erf": "erf", "floor": "floor", "ceil": "ceil", "round": "rint"}
-_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_ARITH = {"add": "+", "sub": "-", "mul": "*"}
+_UNARY_FLOAT = ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "asin", "acos", "atan", "sinh",
+                "cosh", "erf", "floor", "ceil")
+# C templates of the simple equations, keyed by the input dtype kinds each accepts: ``{x}`` and ``{y}`` are the
+# operands, ``{ct}`` the output's C type and ``{f}`` the float32 suffix of C math functions ("" for double)
+_TEMPLATES: dict[str, dict[str, str]] = {
+    **{name: {"f": name + "{f}({x})"} for name in _UNARY_FLOAT},
+    "round": {"f": "rint{f}({x})"},
+    "stop_gradient": {"biuf": "{x}"},
+    "broadcast_in_dim": {"biuf": "{x}"},
+    "neg": {"fi": "(({ct})(-({x})))"},
+    "abs": {"f": "fabs{f}({x})", "i": "(({x}) < 0 ? ({ct})(-({x})) : ({x}))"},
+    "sign": {"f": "(isnan({x}) ? ({x}) : ({ct})((({x}) > 0) - (({x}) < 0)))",
+             "i": "(({ct})((({x}) > 0) - (({x}) < 0)))"},
+    "rsqrt": {"f": "(({ct})1 / sqrt{f}({x}))"},
+    "logistic": {"f": "(({x}) >= 0 ? ({ct})1 / (({ct})1 + exp{f}(-({x}))) : exp{f}({x}) / (({ct})1 + exp{f}({x})))"},
+    "is_finite": {"f": "isfinite({x})", "biu": "true"},
+    "not": {"b": "(!({x}))", "iu": "(({ct})(~({x})))"},
+    "add": {"fiu": "(({ct})(({x}) + ({y})))"},
+    "sub": {"fiu": "(({ct})(({x}) - ({y})))"},
+    "mul": {"fiu": "(({ct})(({x}) * ({y})))"},
+    "div": {"f": "(({x}) / ({y}))"},
+    "pow": {"f": "pow{f}({x}, {y})"},
+    "atan2": {"f": "atan2{f}({x}, {y})"},
+    "rem": {"f": "fmod{f}({x}, {y})"},
+    "eq": {"biuf": "(({x}) == ({y}))"}, "ne": {"biuf": "(({x}) != ({y}))"}, "lt": {"biuf": "(({x}) < ({y}))"},
+    "le": {"biuf": "(({x}) <= ({y}))"}, "gt": {"biuf": "(({x}) > ({y}))"}, "ge": {"biuf": "(({x}) >= ({y}))"},
+    "and": {"b": "(({x}) && ({y}))", "iu": "(({ct})(({x}) & ({y})))"},
+    "or": {"b": "(({x}) || ({y}))", "iu": "(({ct})(({x}) | ({y})))"},
+    "xor": {"b": "(({x}) != ({y}))", "iu": "(({ct})(({x}) ^ ({y})))"},
+}
 
 
 def _extremum(a: str, b: str, dt, biggest: bool) -> str:
@@ -73,31 +95,11 @@ def c_expression(e: Eqn, args: list[str]) -> str | None:
     ct = C_TYPES[out.name]
     kind = dts[0].kind if dts else out.kind
     x = args[0] if args else None
-    if name in ("stop_gradient", "broadcast_in_dim"):
-        return x
-    if name in _UNARY_FLOAT:
-        return f"{_math(_UNARY_FLOAT[name], out)}({x})" if kind == "f" else None
-    if name == "neg":
-        return f"(({ct})(-({x})))" if kind in "fi" else None
-    if name == "abs":
-        return f"{_math('fabs', out)}({x})" if kind == "f" else (f"(({x}) < 0 ? ({ct})(-({x})) : ({x}))"
-                                                                 if kind == "i" else None)
-    if name == "sign":
-        if kind == "f":
-            return f"(isnan({x}) ? ({x}) : ({ct})((({x}) > 0) - (({x}) < 0)))"
-        return f"(({ct})((({x}) > 0) - (({x}) < 0)))" if kind == "i" else None
-    if name == "rsqrt":
-        return f"(({ct})1 / {_math('sqrt', out)}({x}))" if kind == "f" else None
-    if name == "logistic":
-        if kind != "f":
+    if name in _TEMPLATES:
+        template = next((t for kinds, t in _TEMPLATES[name].items() if kind in kinds), None)
+        if template is None:
             return None
-        ex = _math("exp", out)
-        return (f"(({x}) >= 0 ? ({ct})1 / (({ct})1 + {ex}(-({x}))) "
-                f": {ex}({x}) / (({ct})1 + {ex}({x})))")
-    if name == "is_finite":
-        return f"isfinite({x})" if kind == "f" else "true"
-    if name == "not":
-        return f"(!({x}))" if kind == "b" else (f"(({ct})(~({x})))" if kind in "iu" else None)
+        return template.format(x=x, y=args[1] if len(args) > 1 else None, ct=ct, f="f" if out == np.float32 else "")
     if name == "integer_pow":
         y = p["y"]
         if kind not in "fiu" or (y < 0 and kind != "f") or abs(y) > 16:
@@ -105,28 +107,9 @@ def c_expression(e: Eqn, args: list[str]) -> str | None:
         prod = " * ".join([f"({x})"] * abs(y)) if y else f"({ct})1"
         return f"(({ct})({prod}))" if y >= 0 else f"(({ct})1 / ({prod}))"
     if name == "convert_element_type":
-        if out.kind == "b":
-            return f"(({x}) != 0)"
-        return f"(({ct})({x}))"
-    if name in _ARITH:
-        return f"(({ct})(({x}) {_ARITH[name]} ({args[1]})))" if kind in "fiu" else None
-    if name == "div":
-        return f"(({x}) / ({args[1]}))" if kind == "f" else None
+        return f"(({x}) != 0)" if out.kind == "b" else f"(({ct})({x}))"
     if name in ("max", "min"):
         return _extremum(x, args[1], dts[0], name == "max") if kind in "fiu" else None
-    if name == "pow":
-        return f"{_math('pow', out)}({x}, {args[1]})" if kind == "f" else None
-    if name == "atan2":
-        return f"{_math('atan2', out)}({x}, {args[1]})" if kind == "f" else None
-    if name == "rem":
-        return f"{_math('fmod', out)}({x}, {args[1]})" if kind == "f" else None
-    if name in _COMPARE:
-        return f"(({x}) {_COMPARE[name]} ({args[1]}))"
-    if name in ("and", "or", "xor"):
-        if kind == "b":
-            return f"(({x}) {dict(zip(('and', 'or', 'xor'), ('&&', '||', '!=')))[name]} ({args[1]}))"
-        sym = {"and": "&", "or": "|", "xor": "^"}[name]
-        return f"(({ct})(({x}) {sym} ({args[1]})))" if kind in "iu" else None
     if name == "select_n":
         cases = args[1:]
         if dts[0].kind == "b":
@@ -399,14 +382,7 @@ def kernel_source(group: FusionGroup) -> KernelSource:
         red, ident = "a + b", c_literal(0, dt)
     else:
         big = r.prim.name == "reduce_max"
-        red = _extremum("a", "b", dt, big)
-        if dt.kind == "f":
-            ident = c_literal(-np.inf if big else np.inf, dt)
-        elif dt.kind == "b":
-            ident = "false" if big else "true"
-        else:
-            info = np.iinfo(dt)
-            ident = c_literal(info.min if big else info.max, dt)
+        red, ident = _extremum("a", "b", dt, big), c_literal(reduction_identity(dt, not big), dt)
     return KernelSource(group.name, in_params, out_params, "out0 = a", preamble, call, red, ident, ct)
 
 

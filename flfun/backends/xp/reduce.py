@@ -2,23 +2,27 @@
 (max: -inf / the integer minimum), as in lax; ``flfun.numpy`` raises numpy's errors before it gets here."""
 from __future__ import annotations
 
+import numpy as np
+
 from flfun.backends.xp import finish
 
 
-def impls(xp) -> dict:
-    def identity(dtype, biggest: bool):
-        if dtype.kind == "f":
-            return float("inf") if biggest else float("-inf")
-        if dtype.kind == "b":
-            return biggest
-        info = xp.iinfo(dtype)
-        return info.max if biggest else info.min
+def reduction_identity(dtype, biggest: bool):
+    """The identity of reduce_min (``biggest``) or reduce_max over ``dtype``: +-inf, an integer bound or a bool."""
+    if dtype.kind == "f":
+        return float("inf") if biggest else float("-inf")
+    if dtype.kind == "b":
+        return biggest
+    info = np.iinfo(dtype)
+    return info.max if biggest else info.min
 
+
+def impls(xp) -> dict:
     def extremum(fn, biggest: bool):
         def impl(x, *, axes, out=None):
             if x.size == 0 and any(x.shape[a] == 0 for a in axes):
                 shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
-                return finish(xp.full(shape, identity(x.dtype, biggest), dtype=x.dtype), out)
+                return finish(xp.full(shape, reduction_identity(x.dtype, biggest), dtype=x.dtype), out)
             return fn(x, axis=axes, out=out)
         return impl
 
