@@ -209,7 +209,8 @@ class MemoryPlan:
             ax.axhline(self.lower_bound * scale, color="red", linestyle="--", linewidth=1,
                        label=f"lower bound {_fmt(self.lower_bound)}")
             ax.axhline(self.arena_bytes * scale, color="black", linewidth=1, label=f"arena {_fmt(self.arena_bytes)}")
-            ax.set(xlim=(-1, max(self.num_eqns, 1)), ylim=(0, max(self.arena_bytes, self.lower_bound, 1) * scale * 1.08),
+            # a checked plan's arena is never below the lower bound, so the arena sets the height
+            ax.set(xlim=(-1, max(self.num_eqns, 1)), ylim=(0, max(self.arena_bytes, 1) * scale * 1.08),
                    xlabel="program point (equation index)", ylabel="arena offset (MiB)")
             ax.set_title(title or self.totals().replace("; ", "\n"), fontsize=9)
             ax.legend(loc="upper right", fontsize=8)
