@@ -21,7 +21,7 @@ from flfun.core import (Primitive, ShapedArray, Trace, Tracer, _state, full_rais
 from flfun.devices import devices as all_devices, local_device_count, process_count
 from flfun.distributed.spmd import Mesh, run_spmd
 from flfun.executor import Executable, writes_out
-from flfun.ir import ClosedProgram, Program
+from flfun.ir import ClosedProgram
 from flfun.memory.planner import plan_program
 from flfun.passes import optimize
 from flfun.primitives.collective import all_gather, axis_index, psum
@@ -143,9 +143,6 @@ class PmapFunction:
             res = [ShardedArray([wrap(b, d) for b, d in zip(o, heads)], ax) if ax is not None
                    else wrap(o, mesh.local[0][1]) for o, ax in zip(outs, out_axes)]
             return tree_unflatten(out_tree, res)
-        if _state.tape is not None:
-            closed, lifted = _lift_tape_consts(closed)
-            extra = lifted + list(extra)
         moved = [moveaxis(x, a, 0) if a else x for x, a in zip(leaves, axes)]
         outs = pmap_p.bind(*extra, *moved, program=closed, mesh=mesh, in_axes=(None,) * len(extra) + in_ax,
                            out_axes=p_out_axes, name=getattr(self.fun, "__name__", "fun"))
@@ -237,18 +234,6 @@ class _Lowered:
     def compile(self, device=None):
         """The per-device executable (with its memory plan) on ``device`` (default: the mesh's first)."""
         return compile_program(self.closed, device or self.mesh.local[0][1])
-
-
-def _lift_tape_consts(closed: ClosedProgram) -> tuple[ClosedProgram, list]:
-    """Constants the eager tape is recording become inputs, so that grad sees them (closed-over params)."""
-    pos = tuple(i for i, c in enumerate(closed.consts) if id(c) in _state.tape.index)
-    if not pos:
-        return closed, []
-    p, keep = closed.program, [i for i in range(len(closed.consts)) if i not in pos]
-    lifted = _cached(closed, ("tape-consts", pos), lambda: ClosedProgram(
-        Program([p.constvars[i] for i in keep], [p.constvars[i] for i in pos] + list(p.invars), p.eqns, p.outvars),
-        [closed.consts[i] for i in keep]))
-    return lifted, [closed.consts[i] for i in pos]
 
 
 def _canonical_axes(spec, tree, leaves: list, what: str, extra: int = 0) -> list:
