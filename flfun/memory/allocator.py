@@ -236,8 +236,7 @@ class BaseAllocator:
             ptr, handle = self.memory.alloc(size)
         except MemoryError:
             return None
-        seg = Segment(ptr, size, handle, self.memory, pool, self)
-        self._segments[ptr] = seg
+        self._segments[ptr] = seg = Segment(ptr, size, handle, self.memory, pool, self)
         self._count(pool, 1, ("segment_alloc", ptr, size), segment=1, reserved_bytes=size)
         return seg
 
