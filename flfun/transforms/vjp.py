@@ -106,6 +106,12 @@ def _check_argnums(fname, argnums, nargs):
     return tuple(n % nargs for n in nums), multiple
 
 
+def _with_args(args: tuple, nums: tuple, values) -> list:
+    """``args`` with ``args[n]`` replaced by the matching value for each ``n`` in ``nums``."""
+    new = dict(zip(nums, values))
+    return [new.get(i, a) for i, a in enumerate(args)]
+
+
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """Like ``grad`` but returns ``(value, gradient)``; with ``has_aux``, ``((value, aux), gradient)``.
 
@@ -129,13 +135,9 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         aux_box = []
 
         def flat_f(*leaves_in):
-            full = list(args)
-            for n, v in zip(nums, leaves_in if tree is None else tree_unflatten(tree, leaves_in)):
-                full[n] = v
-            out = f(*full, **kwargs)
-            if has_aux:
-                out, aux = out
-                aux_box.append(aux)
+            out = f(*_with_args(args, nums, leaves_in if tree is None else tree_unflatten(tree, leaves_in)), **kwargs)
+            out, aux = out if has_aux else (out, None)
+            aux_box.append(aux)
             return [out]
         (out,), f_vjp = vjp_flat(flat_f, leaves)
         aval = get_aval(out) if isinstance(out, Array) or type(out) in (int, float) else None
@@ -146,9 +148,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         seed = full_array((), 1, aval.dtype)
         if type(out) is Array and out._device is not seed._device:   # seed the cotangent where the output lives
             seed = wrap(out._device.put(seed._value), out._device)
-        grads = list(map(instantiate, f_vjp([seed])))
-        if tree is not None:
-            grads = tree_unflatten(tree, grads)
+        grads = [instantiate(g) for g in f_vjp([seed])]
+        grads = grads if tree is None else tree_unflatten(tree, grads)
         return ((out, aux_box[0]) if has_aux else out), grads if multiple else grads[0]
     return vg
 
