@@ -8,7 +8,7 @@ from flfun.core import get_aval
 from flfun.primitives.elementwise import convert_element_type, eq
 from flfun.primitives.shape import iota, reshape, slice as slice_
 from flfun.transforms.jvp import jvp
-from flfun.transforms.vjp import _check_argnums, vjp
+from flfun.transforms.vjp import _check_argnums, _with_args, vjp
 from flfun.transforms.vmap import vmap
 from flfun.tree import tree_flatten, tree_unflatten
 from flfun.util import prod
@@ -44,10 +44,7 @@ def _setup(fname, f, argnums, args):
             raise TypeError(f"{fname}: differentiated inputs must be floating point, got {get_aval(leaf).str_short()}")
 
     def g(*d):
-        full = list(args)
-        for n, v in zip(nums, d):
-            full[n] = v
-        return f(*full)
+        return f(*_with_args(args, nums, d))
     return dargs, multiple, g
 
 
@@ -66,9 +63,8 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         in_avals = [get_aval(x) for x in leaves]
         out = vmap(lambda *t: jvp(g, dargs, tree_unflatten(tree, t))[1], in_axes=0, out_axes=-1)(*_basis(in_avals))
         out_leaves, out_tree = tree_flatten(out)
-        per_out = [tree_unflatten(tree, b) if multiple else b[0] if len(b) == 1 else tree_unflatten(tree, b)[0]
-                   for b in (_split_axis(o, in_avals, len(o.shape) - 1) for o in out_leaves)]
-        return tree_unflatten(out_tree, per_out)
+        per_out = [tree_unflatten(tree, _split_axis(o, in_avals, len(o.shape) - 1)) for o in out_leaves]
+        return tree_unflatten(out_tree, [t if multiple else t[0] for t in per_out])
     return jac
 
 
