@@ -6,19 +6,17 @@ An Array never changes after it is made: there is no ``__setitem__`` and no in-p
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
-_np_ns = None  # flfun.numpy, bound lazily to avoid an import cycle
 
-
+@functools.cache
 def _fnp():
-    global _np_ns
-    if _np_ns is None:
-        import flfun.numpy as ns
-        _np_ns = ns
-    return _np_ns
+    """flfun.numpy, imported on first use (it imports this module)."""
+    import flfun.numpy as ns
+    return ns
 
 
 class Array:

@@ -53,9 +53,8 @@ def register_dataclass(cls=None, *, static: tuple[str, ...] = ()):
 
         def unflatten(aux, children):
             obj = object.__new__(cls)
-            for names, values in ((dynamic, children), (static_names, aux)):
-                for n, v in zip(names, values):
-                    object.__setattr__(obj, n, v)
+            for n, v in zip(dynamic + static_names, (*children, *aux)):
+                object.__setattr__(obj, n, v)
             return obj
 
         register_pytree_node(cls, flatten, unflatten)
