@@ -173,9 +173,8 @@ def _batch_program(closed: ClosedProgram, size: int, axis_name, dims: tuple, in_
 @jit_p.def_batch
 def _jit_batch(axis, args, dims, *, closed, name, donated):
     dims = tuple(dims)
-    key = ("batch", axis.size, axis.name, dims)
-    bclosed, mapped = _cached(closed, key, lambda: _batch_program(closed, axis.size, axis.name, dims,
-                                                                   [get_aval(a) for a in args]))
+    bclosed, mapped = _cached(closed, ("batch", axis.size, axis.name, dims),
+                              lambda: _batch_program(closed, axis.size, axis.name, dims, [get_aval(a) for a in args]))
     outs = jit_p.bind(*args, closed=bclosed, name=f"vmap({name})", donated=())
     return outs, [0 if m else not_mapped for m in mapped]
 

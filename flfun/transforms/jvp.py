@@ -11,11 +11,10 @@ from typing import Any, Callable
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Trace, Tracer, full_lower, full_raise, get_aval, missing_rule, new_main, to_array
-from flfun.ir import Program, eval_program
+from flfun.ir import eval_program
 from flfun.primitives.common import Zero, instantiate, is_zero, tangent_aval
 from flfun.transforms.staging import trace_to_program
 from flfun.tree import tree_flatten, tree_unflatten
-from flfun.util import safe_map
 
 
 class JVPTracer(Tracer):
@@ -103,8 +102,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
     t_leaves = _tangent_leaves(tangents, p_leaves, p_tree, "jvp: primal and tangent structures differ: {p} and {t}")
     flat, out_tree = flatten_fun(f, p_tree)
     outs, touts = jvp_flat(flat, p_leaves, t_leaves)
-    touts = [instantiate(t) for t in touts]
-    return tree_unflatten(out_tree[0], outs), tree_unflatten(out_tree[0], touts)
+    return tree_unflatten(out_tree[0], outs), tree_unflatten(out_tree[0], [instantiate(t) for t in touts])
 
 
 def linearize_flat(f: Callable, primals: list):
@@ -142,4 +140,4 @@ def linearize(f: Callable, *primals) -> tuple[Any, Callable]:
     return tree_unflatten(out_tree[0], outs), f_jvp
 
 
-__all__ = ["jvp", "linearize", "jvp_flat", "linearize_flat", "JVPTrace", "JVPTracer", "Program", "safe_map"]
+__all__ = ["jvp", "linearize", "jvp_flat", "linearize_flat", "JVPTrace", "JVPTracer"]

@@ -90,23 +90,22 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None
         leaves, tree = tree_flatten(args)
         axes = broadcast_prefix(tuple(in_axes) if isinstance(in_axes, list) else in_axes, args, "vmap in_axes") \
             if not isinstance(in_axes, int) else [in_axes] * len(leaves)
-        dims, sizes = [], []
+        dims, sizes = [], {}        # a None axis is not_mapped
         for i, (x, ax) in enumerate(zip(leaves, axes)):
-            if ax is None:
-                dims.append(not_mapped)
-                continue
-            if not isinstance(ax, int):
-                raise ValueError(f"vmap: in_axes entries must be int or None, got {ax!r}")
-            shape = get_aval(x).shape
-            if not -len(shape) <= ax < len(shape):
-                raise ValueError(f"vmap: in_axes={ax} is out of bounds for argument leaf {i} of rank {len(shape)}")
-            dims.append(ax % len(shape))
-            sizes.append((i, shape[dims[-1]]))
-        size = axis_size if axis_size is not None else sizes[0][1] if sizes else None
+            if ax is not None:
+                if not isinstance(ax, int):
+                    raise ValueError(f"vmap: in_axes entries must be int or None, got {ax!r}")
+                shape = get_aval(x).shape
+                if not -len(shape) <= ax < len(shape):
+                    raise ValueError(f"vmap: in_axes={ax} is out of bounds for argument leaf {i} of rank {len(shape)}")
+                ax %= len(shape)
+                sizes[i] = shape[ax]
+            dims.append(ax)
+        size = axis_size if axis_size is not None else next(iter(sizes.values()), None)
         if size is None:
             raise ValueError("vmap: no argument is mapped (all in_axes are None); pass axis_size")
-        if any(s != size for _, s in sizes):
-            desc = ", ".join(f"leaf {i}: {s}" for i, s in sizes)
+        if any(s != size for s in sizes.values()):
+            desc = ", ".join(f"leaf {i}: {s}" for i, s in sizes.items())
             raise ValueError(f"vmap: mapped axes have different sizes ({desc}"
                              f"{'' if axis_size is None else f', axis_size={axis_size}'})")
         flat_f, out_tree = flatten_fun(f, tree)
