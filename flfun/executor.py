@@ -137,14 +137,11 @@ class CodeGen:
         self.outset = {v.id for v in program.outvars if type(v) is Var}
 
     def bound(self, prefix: str, value) -> str:
-        """The closure variable holding ``value`` (one per object)."""
-        key = id(value)
-        name = self._by_id.get(key)
-        if name is not None and self.names[name] is value:
-            return name
-        name = f"{prefix}{len(self.names)}"
-        self.names[name] = value
-        self._by_id[key] = name
+        """The closure variable holding ``value`` (one per object: ``names`` keeps it alive, so its id is unique)."""
+        name = self._by_id.get(id(value))
+        if name is None:
+            name = self._by_id[id(value)] = f"{prefix}{len(self.names)}"
+            self.names[name] = value
         return name
 
     def atom(self, v) -> str:
@@ -152,10 +149,9 @@ class CodeGen:
 
     def lhs(self, e: Eqn) -> str:
         """Names ``e``'s outputs and returns the left-hand side of its assignment."""
-        outs = [f"v{v.id}" for v in e.outputs]
-        for v, n in zip(e.outputs, outs):
-            self.var_names[v.id] = n
-        return ", ".join(outs) + ("," if e.prim.multiple_results and len(outs) == 1 else "")
+        self.var_names.update((v.id, f"v{v.id}") for v in e.outputs)
+        trailing = "," if e.prim.multiple_results and len(e.outputs) == 1 else ""     # a one-element tuple
+        return ", ".join(f"v{v.id}" for v in e.outputs) + trailing
 
     def target(self, v) -> str | None:
         """The buffer the planner gave ``v`` to be written with ``out=`` (an arena view or a donated input)."""
