@@ -208,7 +208,11 @@ def getitem(x, idx, mode: str | None = None, fill_value=None) -> Array:
     """
     if mode not in _MODES:
         raise ValueError(f"getitem: mode must be one of {_MODES}, got {mode!r}")
-    x = _arr(x)
+    return _getitem(_arr(x), idx, mode, fill_value, "clip")
+
+
+def _getitem(x, idx, mode, fill_value, traced_mode: str):
+    """``x[idx]``; traced indices use ``traced_mode`` when ``mode`` is None."""
     shape = x.shape
     if type(idx) is int and shape and -shape[0] <= idx < shape[0]:     # the common x[i]: skip the parser
         i = idx % shape[0]
@@ -235,7 +239,7 @@ def getitem(x, idx, mode: str | None = None, fill_value=None) -> Array:
     if "A" not in tokens:
         return S.reshape(y, tuple(d for _, d in dims))
     out = gather(y, _index_array(comps, adv_shape), axes=tuple(kept.index(a) for a in adv_axes),
-                 mode=_default_mode(comps, mode, "clip"), fill_value=fill_value)
+                 mode=_default_mode(comps, mode, traced_mode), fill_value=fill_value)
     slices = [t for t in tokens if t not in ("A", "N")]          # gather's carried dims, in order
     perm = [label[1] if label[0] == "A" else len(adv_shape) + slices.index(label)
             for label, _ in dims if label != "N"]
@@ -244,13 +248,15 @@ def getitem(x, idx, mode: str | None = None, fill_value=None) -> Array:
 
 # ------------------------------------------------------------------------------------------------------ updates
 def _update(x, idx, values, op: str, mode, name: str) -> Array:
+    """``x`` with ``values`` combined into ``x[idx]`` by ``op``: ``x[idx]`` of the flat positions of ``x`` says
+    where each value goes (traced out-of-range indices become the out-of-range position ``x.size``: dropped)."""
     if mode == "drop":
         mode = "fill"
     if mode not in _MODES:
         raise ValueError(f"at[].{name}: mode must be one of {_MODES + ('drop',)}, got {mode!r}")
     x = _arr(x)
-    entries, tokens, adv_shape, dims, comps, axes = _plan(x.shape, idx, mode)
-    target = tuple(d for _, d in dims)
+    positions = _getitem(S.reshape(S.iota(dtypes.int64, (x.size,), 0), x.shape), idx, mode, x.size, "fill")
+    target = tuple(positions.shape)
     v = _arr(values)
     if v.dtype != x.dtype:
         v = E.convert_element_type(v, x.dtype)
@@ -261,26 +267,9 @@ def _update(x, idx, values, op: str, mode, name: str) -> Array:
         raise ValueError(f"at[].{name}: values of shape {tuple(v.shape)} cannot be broadcast to the indexed "
                          f"shape {target}")
     v = broadcast_to_shape(S.reshape(v, vshape), target)
-    # scatter takes values as (partial slices, advanced dims, whole dims); partial slices become index ranges
-    slices = [t for t in tokens if t not in ("A", "N")]
-    partial = [t for t in slices if not (t[2] == 0 and t[3] == 1 and t[4] == x.shape[t[1]])]
-    whole = [t for t in slices if t not in partial]
-    labels = [label for label, _ in dims if label != "N"]
-    perm = [labels.index(label) for label in partial + [("A", k) for k in range(len(adv_shape))] + whole]
-    v = S.transpose(S.reshape(v, tuple(d for label, d in dims if label != "N")), perm)
-    if not partial and not any(e[0] in ("adv", "int") for e in entries):      # the whole array
-        return v if op == "set" else {"add": E.add, "mul": E.mul, "min": E.min, "max": E.max}[op](x, v)
-    for e in entries:
-        if e[0] == "int":
-            comps.append((np.asarray(e[2]), x.shape[e[1]]))
-            axes.append(e[1])
-        elif e in partial:     # its range, placed at its position among the partial dims
-            r = e[2] + e[3] * np.arange(e[4])
-            comps.append((r.reshape((-1,) + (1,) * (len(partial) - 1 - partial.index(e) + len(adv_shape))),
-                          x.shape[e[1]]))
-            axes.append(e[1])
-    indices = _index_array(comps, tuple(t[4] for t in partial) + adv_shape)
-    return scatter(x, indices, v, axes=tuple(axes), mode=_default_mode(comps, mode, "fill"), op=op)
+    out = scatter(S.reshape(x, (x.size,)), S.reshape(positions, target + (1,)), v, axes=(0,),
+                  mode="promise_in_bounds" if mode == "promise_in_bounds" else "fill", op=op)
+    return S.reshape(out, x.shape)
 
 
 class IndexUpdateHelper:
