@@ -1,10 +1,7 @@
 """``flfun.lax``: the primitives' public wrappers in one namespace (strict dtypes, explicit broadcasting)."""
 from flfun.primitives.elementwise import *  # noqa: F401,F403
-from flfun.primitives.elementwise import (abs, add, and_, max, min, not_, or_, pow, round,  # noqa: F401
-                                          select, select_n, stop_gradient, xor)
 from flfun.primitives.reduce import *  # noqa: F401,F403
 from flfun.primitives.shape import *  # noqa: F401,F403
-from flfun.primitives.shape import slice  # noqa: F401
 from flfun.primitives.indexing import *  # noqa: F401,F403
 from flfun.primitives.linalg import *  # noqa: F401,F403
 from flfun.primitives.collective import *  # noqa: F401,F403

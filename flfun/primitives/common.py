@@ -75,17 +75,11 @@ def broadcast_shapes(op: str, *avals) -> tuple[int, ...]:
     """numpy broadcasting of the avals' shapes, or ``TypeError('add: shapes f32[3] and f32[4] ...')``."""
     ndim = max(len(a.shape) for a in avals)
     out = []
-    for i in range(ndim):
-        size = 1
-        for a in avals:
-            j = i - (ndim - len(a.shape))
-            d = a.shape[j] if j >= 0 else 1
-            if d != 1:
-                if size not in (1, d):
-                    raise TypeError(f"{op}: shapes do not broadcast: "
-                                    f"{' and '.join(short(a) for a in avals)}")
-                size = d
-        out.append(size)
+    for sizes in zip(*((1,) * (ndim - len(a.shape)) + tuple(a.shape) for a in avals)):
+        sizes = set(sizes) - {1}
+        if len(sizes) > 1:
+            raise TypeError(f"{op}: shapes do not broadcast: {' and '.join(short(a) for a in avals)}")
+        out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 
 
@@ -133,14 +127,12 @@ def broadcasting_batch(prim: Primitive) -> Callable:
     def rule(axis, args, dims, **params):
         rank = max(len(a.shape) - (d is not not_mapped) for a, d in zip(args, dims))
         new_args = []
+        # numpy broadcasting aligns unmapped operands from the right; mapped ones get their mapped axis first and
+        # then size-1 axes so that the rest lines up the same way
         for a, d in zip(args, dims):
-            if d is not_mapped:          # numpy broadcasting aligns unmapped operands from the right
-                new_args.append(a)
-                continue
-            a = moveaxis(a, d, 0)
-            own = len(a.shape) - 1
-            if own < rank:  # insert size-1 axes after the batch axis so broadcasting lines up
-                a = _S.reshape(a, (a.shape[0],) + (1,) * (rank - own) + tuple(a.shape[1:]))
+            if d is not not_mapped:
+                a = moveaxis(a, d, 0)
+                a = _S.reshape(a, (a.shape[0],) + (1,) * (rank + 1 - len(a.shape)) + tuple(a.shape[1:]))
             new_args.append(a)
         return prim.bind(*new_args, **params), 0
     return rule

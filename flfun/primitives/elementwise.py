@@ -211,8 +211,8 @@ shift_left_p, shift_right_logical_p, shift_right_arithmetic_p = (
 eq_p, ne_p = (_binary(name, "any", dtypes.bool_) for name in ("eq", "ne"))
 lt_p, le_p, gt_p, ge_p = (_binary(name, "num", dtypes.bool_) for name in ("lt", "le", "gt", "ge"))
 
-BINARY = (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p, and_p, or_p, xor_p, shift_left_p,
-          shift_right_logical_p, shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p)
+BINARY = (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p, and_p, or_p, xor_p,
+          shift_left_p, shift_right_logical_p, shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p)
 add, sub, mul, div, rem, pow, max, min, atan2, nextafter, and_, or_, xor, shift_left, shift_right_logical, \
     shift_right_arithmetic, eq, ne, lt, le, gt, ge = (_wrapper(p, True) for p in BINARY)
 

@@ -378,10 +378,4 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
                 batch_group_count=int(batch_group_count))
 
 
-__all__ = [
-    "ConvDimensionNumbers",
-    "conv_dimension_numbers",
-    "conv_general_dilated",
-    "conv_output_shape",
-    "dot_general",
-]
+__all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_dilated", "conv_output_shape", "dot_general"]

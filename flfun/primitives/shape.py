@@ -45,8 +45,7 @@ def full(shape, fill_value, dtype):
         fill_value = to_array(fill_value, dtype)
     elif fill_value.dtype != dtype:
         fill_value = E.convert_element_type(fill_value, dtype)
-    shape = tuple(shape)
-    return fill_value if shape == () and fill_value.shape == () else broadcast_in_dim(fill_value, shape, ())
+    return broadcast_in_dim(fill_value, shape, ())
 
 
 # -------------------------------------------------------------------------------------------- broadcast_in_dim
@@ -73,12 +72,10 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
 
 @linear(broadcast_in_dim_p)
 def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
-    in_shape = x.aval.shape
-    bd = broadcast_dimensions
-    summed = tuple(i for i in range(len(shape)) if i not in bd)
-    summed += tuple(b for d, b in zip(in_shape, bd) if d == 1 and shape[b] != 1)
-    out = R.reduce_sum(ct, tuple(sorted(summed))) if summed else ct
-    return [reshape(out, in_shape)]
+    bd, in_shape = broadcast_dimensions, x.aval.shape
+    # sum over the new dims and over those broadcast from size 1
+    summed = tuple(i for i, n in enumerate(shape) if i not in bd or (in_shape[bd.index(i)] == 1 and n != 1))
+    return [reshape(R.reduce_sum(ct, summed) if summed else ct, in_shape)]
 
 
 broadcast_in_dim_p.def_batch(front_batch(lambda n, x, *, shape, broadcast_dimensions: broadcast_in_dim(
@@ -417,8 +414,7 @@ dynamic_update_slice_p = Primitive("dynamic_update_slice")
 def _dynamic_update_slice_abstract_eval(x, update, *start_indices):
     _check_start_indices("dynamic_update_slice", x, start_indices)
     if update.dtype != x.dtype:
-        raise TypeError(f"dynamic_update_slice: update {short(update)} must have the dtype of the operand "
-                        f"{short(x)}")
+        raise TypeError(f"dynamic_update_slice: update {short(update)} must have the dtype of the operand {short(x)}")
     if len(update.shape) != len(x.shape) or any(u > d for u, d in zip(update.shape, x.shape)):
         raise TypeError(f"dynamic_update_slice: update {short(update)} must have the operand's rank and fit "
                         f"inside {short(x)}")
@@ -587,8 +583,7 @@ def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
     if not 0 <= dimension < len(x0.shape):
         raise TypeError(f"sort: dimension {dimension} is out of range for {short(x0)}")
     if not 1 <= num_keys <= len(operands):
-        raise TypeError(f"sort: num_keys={num_keys} must be between 1 and the number of operands "
-                        f"({len(operands)})")
+        raise TypeError(f"sort: num_keys={num_keys} must be between 1 and the number of operands ({len(operands)})")
     return [ShapedArray(o.shape, o.dtype, is_weak(o)) for o in operands]
 
 
