@@ -275,10 +275,8 @@ def find_groups(program: Program, can_fuse: Callable[[Eqn], bool] = fusible, red
 
 def _expanded(e: Eqn) -> tuple:
     """The operand of ``broadcast_in_dim`` ``e`` viewed at the output's rank (size-1 dims where it broadcasts)."""
-    shape = [1] * len(e.params["shape"])
-    for d, b in zip(e.inputs[0].aval.shape, e.params["broadcast_dimensions"]):
-        shape[b] = d
-    return tuple(shape)
+    sizes = dict(zip(e.params["broadcast_dimensions"], e.inputs[0].aval.shape))
+    return tuple(sizes.get(d, 1) for d in range(len(e.params["shape"])))
 
 
 def fuse_elementwise(program: Program, can_fuse: Callable[[Eqn], bool] = fusible, reductions: bool = True,

@@ -27,7 +27,6 @@ def build(group: FusionGroup) -> Callable:
                     for j, (s, d) in enumerate(out_avals)]
             kern(*ins, *outs)
             return outs
-        impl.kernel = kern
         return impl
 
     kern = cp.ReductionKernel(ks.in_params, ks.out_params, ks.map_expr, ks.reduce_expr, ks.body, ks.identity,
@@ -42,7 +41,6 @@ def build(group: FusionGroup) -> Callable:
             o = cp.empty(oshape, odtype)
         kern(*ins, axis=axes, out=o)
         return [o]
-    reduce_impl.kernel = kern
     return reduce_impl
 
 

@@ -5,6 +5,7 @@ distinct by construction (one index tuple per batch entry, as in the gradient of
 from __future__ import annotations
 
 import functools
+import operator
 
 import numpy as np
 
@@ -42,15 +43,12 @@ def impls(xp) -> dict:
             mode = "fill"              # nothing to clamp to: every position is out of bounds
         cols = [indices[..., k] for k in range(len(axes))]
         valid = None
-        if mode == "fill":
-            for c, n in zip(cols, sizes):
-                ok = (c >= 0) & (c < n)
-                valid = ok if valid is None else valid & ok
-            if valid is not None:
-                cols = [xp.where(valid, c, 0) for c in cols]
-        else:   # "promise_in_bounds" is clamped too: an impl must never read outside the buffer
+        if mode != "fill":   # "promise_in_bounds" is clamped too: an impl must never read outside the buffer
             cols = [xp.minimum(xp.maximum(c if c.dtype.itemsize >= 4 else c.astype(xp.int32), 0), n - 1)
                     for c, n in zip(cols, sizes)]     # (np.clip's Python wrapper costs 3 us)
+        elif cols:
+            valid = functools.reduce(operator.and_, [(c >= 0) & (c < n) for c, n in zip(cols, sizes)])
+            cols = [xp.where(valid, c, 0) for c in cols]
         nb = len(ishape)
         batch = [xp.arange(shape[b]).reshape((1,) * b + (shape[b],) + (1,) * (nb - b - 1))
                  for b in range(batch_dims)]
@@ -92,9 +90,7 @@ def impls(xp) -> dict:
             view[idx] = updates if op == "set" else ufuncs[op](view[idx], updates)
             return out
         # accumulate through the flat buffer: 1-d ufunc.at is several times faster than n-d
-        strides = [1] * out.ndim
-        for d in range(out.ndim - 2, -1, -1):
-            strides[d] = strides[d + 1] * out.shape[d + 1]
+        strides = [s // out.itemsize for s in out.strides]     # out is C-contiguous
         lin = sum(xp.asarray(a, dtype=xp.int64) * strides[p] for a, p in zip(idx, perm))
         for n, p in zip(rest, perm[len(idx):]):    # carried dims: one more trailing dim each
             lin = lin[..., None] + xp.arange(n, dtype=xp.int64) * strides[p]

@@ -40,18 +40,14 @@ def dot_operands(xp, lhs, rhs, dimension_numbers):
 
 def _as_matrices(xp, x, batch, rows, cols):
     """``x`` as ``(*batch_shape, R, C)``: a view when the strides allow (possibly a transposed one)."""
-    bshape = tuple(x.shape[d] for d in batch)
-    r, c = prod(x.shape[d] for d in rows), prod(x.shape[d] for d in cols)
-    nb = len(batch)
-    direct = xp.transpose(x, tuple(batch) + tuple(rows) + tuple(cols))
-    ngroups = [list(range(nb, nb + len(rows))), list(range(nb + len(rows), direct.ndim))]
-    if _merge_is_view(direct, ngroups):
-        return xp.reshape(direct, bshape + (r, c))
-    swapped = xp.transpose(x, tuple(batch) + tuple(cols) + tuple(rows))
-    sgroups = [list(range(nb, nb + len(cols))), list(range(nb + len(cols), swapped.ndim))]
-    if _merge_is_view(swapped, sgroups):
-        return xp.swapaxes(xp.reshape(swapped, bshape + (c, r)), -1, -2)
-    return xp.reshape(direct, bshape + (r, c))
+    bshape, nb = tuple(x.shape[d] for d in batch), len(batch)
+    for swap, (first, second) in enumerate([(rows, cols), (cols, rows)]):
+        t = xp.transpose(x, tuple(batch) + tuple(first) + tuple(second))
+        if _merge_is_view(t, [range(nb, nb + len(first)), range(nb + len(first), t.ndim)]):
+            m = xp.reshape(t, bshape + (prod(x.shape[d] for d in first), prod(x.shape[d] for d in second)))
+            return xp.swapaxes(m, -1, -2) if swap else m
+    rows_cols = xp.transpose(x, tuple(batch) + tuple(rows) + tuple(cols))    # neither is a view: a copy
+    return xp.reshape(rows_cols, bshape + (prod(x.shape[d] for d in rows), prod(x.shape[d] for d in cols)))
 
 
 @functools.lru_cache(maxsize=256)

@@ -26,20 +26,10 @@ def impls(xp) -> dict:
             return fn(x, axis=axes, out=out)
         return impl
 
-    fn_max, fn_min = xp.maximum.reduce, xp.minimum.reduce     # the ufunc methods: xp.max's wrapper costs more
-
-    add_reduce = xp.add.reduce   # the ufunc method directly: np.sum's Python wrapper costs more than the sum
+    add_reduce = xp.add.reduce   # the ufunc methods directly: np.sum's (np.max's) Python wrapper costs more
 
     def reduce_sum(x, *, axes, out=None):
         return add_reduce(x, axis=axes, dtype=x.dtype, out=out)
-
-    def reduce_prod(x, *, axes, out=None):
-        return xp.prod(x, axis=axes, dtype=x.dtype, out=out)
-
-    def arg(fn):
-        def impl(x, *, axis, index_dtype):
-            return fn(x, axis=axis).astype(index_dtype)
-        return impl
 
     def scan(fn):
         def impl(x, *, axis, reverse, out=None):
@@ -55,25 +45,23 @@ def impls(xp) -> dict:
 
         def by_steps(x, axis, out):   # log2(n) doubling steps
             res = xp.array(x, copy=True)
-            d = 1
+            d, lead = 1, (slice(None),) * axis
             while d < x.shape[axis]:
-                hi = [slice(None)] * x.ndim
-                lo = [slice(None)] * x.ndim
-                hi[axis], lo[axis] = slice(d, None), slice(None, -d)
-                res[tuple(hi)] = ufunc(res[tuple(lo)], res[tuple(hi)])
+                hi, lo = lead + (slice(d, None),), lead + (slice(None, -d),)
+                res[hi] = ufunc(res[lo], res[hi])
                 d *= 2
             return finish(res, out)
         return by_steps
 
     return {
         "reduce_sum": reduce_sum,
-        "reduce_prod": reduce_prod,
-        "reduce_max": extremum(fn_max, False),
-        "reduce_min": extremum(fn_min, True),
+        "reduce_prod": lambda x, *, axes, out=None: xp.prod(x, axis=axes, dtype=x.dtype, out=out),
+        "reduce_max": extremum(xp.maximum.reduce, False),
+        "reduce_min": extremum(xp.minimum.reduce, True),
         "reduce_or": lambda x, *, axes, out=None: xp.any(x, axis=axes, out=out),
         "reduce_and": lambda x, *, axes, out=None: xp.all(x, axis=axes, out=out),
-        "argmax": arg(xp.argmax),
-        "argmin": arg(xp.argmin),
+        "argmax": lambda x, *, axis, index_dtype: xp.argmax(x, axis=axis).astype(index_dtype),
+        "argmin": lambda x, *, axis, index_dtype: xp.argmin(x, axis=axis).astype(index_dtype),
         "cumsum": scan(lambda x, axis, out: xp.cumsum(x, axis=axis, dtype=x.dtype, out=out)),
         "cumprod": scan(lambda x, axis, out: xp.cumprod(x, axis=axis, dtype=x.dtype, out=out)),
         "cummax": scan(accumulate(xp.maximum)),

@@ -8,10 +8,8 @@ def impls(xp) -> dict:
     stable = {"kind": "stable"} if xp.__name__ == "numpy" else {}   # cupy's sorts are always stable
 
     def broadcast_in_dim(x, *, shape, broadcast_dimensions):
-        expanded = [1] * len(shape)
-        for d, b in zip(x.shape, broadcast_dimensions):
-            expanded[b] = d
-        x = x.reshape(expanded)
+        sizes = dict(zip(broadcast_dimensions, x.shape))
+        x = x.reshape([sizes.get(d, 1) for d in range(len(shape))])
         if math.prod(shape) <= 4096:        # small: a filled copy is cheaper than numpy's Python-level broadcast_to
             out = xp.empty(shape, x.dtype)
             out[...] = x
@@ -20,9 +18,7 @@ def impls(xp) -> dict:
 
     def iota(*, dtype, shape, dimension, device=None):
         r = xp.arange(shape[dimension], dtype=dtype)
-        expanded = [1] * len(shape)
-        expanded[dimension] = shape[dimension]
-        return xp.broadcast_to(r.reshape(expanded), shape)
+        return xp.broadcast_to(r.reshape([n if d == dimension else 1 for d, n in enumerate(shape)]), shape)
 
     def slice_(x, *, start_indices, limit_indices, strides):
         return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
