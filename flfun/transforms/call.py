@@ -7,6 +7,7 @@ transform in any order; derived programs and executables are cached on the ``Clo
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
@@ -179,16 +180,14 @@ def _jit_batch(axis, args, dims, *, closed, name, donated):
     return outs, [0 if m else not_mapped for m in mapped]
 
 
-def _jit_impl_for(backend: str) -> Callable:
-    def impl(*vals, closed, name, donated):
-        from flfun.backends import get_backend
-        dev = core.default_device()
-        return compile_program(closed, dev if dev.backend == backend else get_backend(backend).devices[0])(*vals)
-    return impl
+def _jit_impl(backend: str, *vals, closed, name, donated):
+    from flfun.backends import get_backend
+    dev = core.default_device()
+    return compile_program(closed, dev if dev.backend == backend else get_backend(backend).devices[0])(*vals)
 
 
 for _backend in ("numpy", "cupy"):
-    register_impl(jit_p, _backend, _jit_impl_for(_backend))
+    register_impl(jit_p, _backend, functools.partial(_jit_impl, _backend))
 
 
 __all__ = ["jit_p", "close_program", "trace_closed", "compile_program", "DEFAULT_STRATEGY"]
