@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import string
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,14 +114,11 @@ def _fmt_param(v) -> str:
 
 def pretty(p: Program) -> str:
     """Stable text for a program: variables are renamed a, b, c, ... in order of appearance."""
-    gen = _names()
-    names: dict[int, str] = {}
+    names: dict[int, str] = defaultdict(_names().__next__)     # var id -> its name, new ids get the next one
 
     def name(v):
         if isinstance(v, Literal):
             return f"{v.val.item()!r}:{dtypes.short_name(v.aval.dtype)}"
-        if v.id not in names:
-            names[v.id] = next(gen)
         return names[v.id]
 
     def decl(vs):
