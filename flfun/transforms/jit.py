@@ -45,7 +45,11 @@ class _Donated:
 _DONATED = _Donated()
 
 
-_BASE_REFS = sys.getrefcount(wrap(np.array([0.0]), None)._value)  # an Array's buffer that nothing else references
+def _value_refs(leaf) -> int:
+    return sys.getrefcount(leaf._value)
+
+
+_BASE_REFS = _value_refs(wrap(np.array([0.0]), None))  # an Array's buffer that nothing else references
 
 
 def _take_donated(leaf, others: set):
@@ -54,7 +58,7 @@ def _take_donated(leaf, others: set):
     if v is _DONATED:
         raise ValueError("jit: a donated argument was already donated (passed twice, or used after donation)")
     ok = (type(v).__name__ == "ndarray" and v.base is None and getattr(v.flags, "writeable", True)
-          and v.flags.c_contiguous and id(v) not in others and sys.getrefcount(v) <= _BASE_REFS + 1)
+          and v.flags.c_contiguous and id(v) not in others and _value_refs(leaf) <= _BASE_REFS + 1)
     leaf._value = _DONATED
     return v if ok else v.copy()     # numpy or cupy (a numpy scalar's copy is a scalar)
 
