@@ -1,7 +1,8 @@
 """Run-time switches, read from the environment in one place.
 
 ``FLFUN_DEBUG=1`` turns on extra checks; ``FLFUN_JIT_PLANNED=0`` runs jitted programs without the memory
-planner; ``FLFUN_EAGER_TAPE=0`` makes eager grad use linearize + transpose; ``FLFUN_BACKEND`` picks the default backend; ``FLFUN_CPU_DEVICES`` sets the number of CPU devices;
+planner; ``FLFUN_EAGER_TAPE=0`` makes eager grad use linearize + transpose; ``FLFUN_BACKEND`` picks the default
+backend; ``FLFUN_CPU_DEVICES`` sets the number of CPU devices;
 ``FLFUN_TF32``, ``FLFUN_FUSION`` and ``FLFUN_CUDA_GRAPHS`` control the cupy backend (see cupy_backend.py).
 """
 from __future__ import annotations
