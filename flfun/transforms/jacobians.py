@@ -36,16 +36,18 @@ def _basis(avals) -> list:
 
 
 def _setup(fname, f, argnums, args):
-    """The differentiated arguments, whether ``argnums`` is a sequence, and ``f`` as a function of those arguments."""
+    """The differentiated arguments, their leaves and tree, whether ``argnums`` is a sequence, and ``f`` as a
+    function of those arguments."""
     nums, multiple = _check_argnums(fname, argnums, len(args))
     dargs = tuple(args[n] for n in nums)
-    for leaf in tree_flatten(dargs)[0]:
+    leaves, tree = tree_flatten(dargs)
+    for leaf in leaves:
         if not dtypes.is_float(get_aval(leaf).dtype):
             raise TypeError(f"{fname}: differentiated inputs must be floating point, got {get_aval(leaf).str_short()}")
 
     def g(*d):
         return f(*_with_args(args, nums, d))
-    return dargs, multiple, g
+    return dargs, leaves, tree, multiple, g
 
 
 def jacfwd(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
@@ -58,8 +60,7 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         >>> fl.jacfwd(fnp.sin)(fnp.zeros(3))   # identity matrix
     """
     def jac(*args):
-        dargs, multiple, g = _setup("jacfwd", f, argnums, args)
-        leaves, tree = tree_flatten(dargs)
+        dargs, leaves, tree, multiple, g = _setup("jacfwd", f, argnums, args)
         in_avals = [get_aval(x) for x in leaves]
         out = vmap(lambda *t: jvp(g, dargs, tree_unflatten(tree, t))[1], in_axes=0, out_axes=-1)(*_basis(in_avals))
         out_leaves, out_tree = tree_flatten(out)
@@ -76,11 +77,10 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         >>> fl.jacrev(lambda x: x ** 2)(fnp.arange(3.0))   # diag(0, 2, 4)
     """
     def jac(*args):
-        dargs, multiple, g = _setup("jacrev", f, argnums, args)
+        dargs, _, in_tree, multiple, g = _setup("jacrev", f, argnums, args)
         out, f_vjp = vjp(g, *dargs)
         out_leaves, out_tree = tree_flatten(out)
         out_avals = [get_aval(o) for o in out_leaves]
-        in_tree = tree_flatten(dargs)[1]
         cts = vmap(lambda *ct: tree_flatten(f_vjp(tree_unflatten(out_tree, ct)))[0])(*_basis(out_avals))
         blocks = [_split_axis(c, out_avals, 0) for c in cts]    # per input leaf, per output leaf
         per_out = [tree_unflatten(in_tree, [b[i] for b in blocks]) for i in range(len(out_avals))]
