@@ -80,15 +80,16 @@ class Array:
             v.flags.writeable = False   # the caller must not be able to mutate our buffer
         return v
 
+    def _exported(self):
+        """The buffer DLPack exports: a numpy scalar (a 0-d result on the numpy backend) as a 0-d array."""
+        return self._value if hasattr(self._value, "__dlpack__") else np.asarray(self._value)
+
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        v = self._value if isinstance(self._value, np.ndarray) or not self._device.platform == "cpu" \
-            else np.asarray(self._value)
         kwargs = {"max_version": max_version, "stream": stream}
-        return v.__dlpack__(**{k: a for k, a in kwargs.items() if a is not None})
+        return self._exported().__dlpack__(**{k: a for k, a in kwargs.items() if a is not None})
 
     def __dlpack_device__(self):
-        v = self._value if hasattr(self._value, "__dlpack_device__") else np.asarray(self._value)
-        return v.__dlpack_device__()
+        return self._exported().__dlpack_device__()
 
     def _scalar(self, kind):
         if self.shape != () and self.size != 1:
