@@ -188,8 +188,7 @@ class JitFunction:
 
     def _call(self, args, kwargs):
         traced, leaves, avals, donated = self._trace(args, kwargs)
-        eager = _state.eager and not traced.tracers and all(not isinstance(x, Tracer) for x in leaves)
-        if not eager:
+        if not _state.eager or traced.tracers or any(isinstance(x, Tracer) for x in leaves):
             outs = jit_p.bind(*traced.tracers, *leaves, closed=traced.closed, name=self.__name__, donated=())
             return tree_unflatten(traced.out_tree, outs)
         dev = _device_of(leaves)
