@@ -19,6 +19,14 @@ def test_psum_pmean_pmax_pmin_match_reductions(x):
         np.testing.assert_allclose(out, np.broadcast_to(ref(x, axis=0), x.shape), rtol=1e-12)
 
 
+def test_every_reduction_collective_maps_over_a_pytree():
+    tree = {"a": fnp.asarray(np.arange(6.0).reshape(3, 2)), "b": [fnp.asarray(np.arange(3.0))]}
+    for coll, ref in ((psum, np.sum), (pmean, np.mean), (pmax, np.max), (pmin, np.min)):
+        out = fl.vmap(lambda t: coll(t, "i"), axis_name="i")(tree)
+        np.testing.assert_allclose(out["a"], np.broadcast_to(ref(np.asarray(tree["a"]), axis=0), (3, 2)))
+        np.testing.assert_allclose(out["b"][0], np.full(3, ref(np.arange(3.0))))
+
+
 def test_unmapped_operand_and_axis_index():
     out = fl.vmap(lambda v: psum(fnp.asarray(2.0), "i"), axis_name="i")(fnp.zeros(5))
     np.testing.assert_allclose(out, 10.0)

@@ -2,6 +2,7 @@
 sharded arrays, devices, failure handling, nesting and composition with jit/vmap/grad."""
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -259,6 +260,19 @@ def test_a_failing_device_raises_instead_of_hanging():
     comm.abort("device 1 exploded")
     with pytest.raises(CollectiveAbortedError, match="because device 1 exploded"):
         comm.allgather(0, np.ones(2))
+
+
+def test_thread_allreduce_into_a_strided_buffer():
+    comm, x = ThreadCommunicator(2), np.arange(12.0).reshape(3, 4)
+    outs = [np.zeros((4, 3)).T, np.zeros((4, 3)).T]         # non-contiguous destinations
+    threads = [threading.Thread(target=comm.allreduce, args=(r, x * (r + 1)), kwargs={"out": outs[r]})
+               for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for out in outs:
+        np.testing.assert_array_equal(out, 3 * x)
 
 
 def test_a_slow_device_times_out(monkeypatch):

@@ -145,7 +145,8 @@ class ThreadCommunicator(Communicator):
         x = np.asarray(x)
         if self.size == 1:
             return np.array(x, copy=True) if out is None else _copy_into(out, x)
-        out = np.empty(x.shape, x.dtype) if out is None else out
+        # members write each other's results through flat views, so the buffer they write must be contiguous
+        dest = out if out is not None and out.flags.c_contiguous else np.empty(x.shape, x.dtype)
         lo, hi = x.size * rank // self.size, x.size * (rank + 1) // self.size
 
         def reduce_chunk(slots):
@@ -153,8 +154,8 @@ class ThreadCommunicator(Communicator):
                 chunk = reduce_list([s[0][lo:hi] for s in slots], op)
                 for _, o in slots:
                     o[lo:hi] = chunk
-        self._gathered(rank, (x.reshape(-1), out.reshape(-1)), what, reduce_chunk)
-        return out
+        self._gathered(rank, (x.reshape(-1), dest.reshape(-1)), what, reduce_chunk)
+        return dest if out is None else _copy_into(out, dest)
 
     def allgather(self, rank, x, what="allgather"):
         return self._gathered(rank, np.asarray(x), what, np.stack)

@@ -119,12 +119,12 @@ for _p in (pmax_p, pmin_p):
 
 def pmax(x, axis_name):
     """Maximum of ``x`` over the named mapped axis: ``fl.vmap(lambda v: pmax(v, 'i'), axis_name='i')(x)``."""
-    return bind(pmax_p, x, axes=_axes(axis_name))
+    return tree_map(lambda a: bind(pmax_p, a, axes=_axes(axis_name)), x)
 
 
 def pmin(x, axis_name):
     """Minimum of ``x`` over the named mapped axis: ``fl.vmap(lambda v: pmin(v, 'i'), axis_name='i')(x)``."""
-    return bind(pmin_p, x, axes=_axes(axis_name))
+    return tree_map(lambda a: bind(pmin_p, a, axes=_axes(axis_name)), x)
 
 
 # --------------------------------------------------------------------------------------------------- all_gather
