@@ -27,6 +27,7 @@ from flfun.transforms import call
 from flfun.transforms.call import close_program, compile_program, jit_p
 from flfun.transforms.jvp import flatten_fun
 from flfun.transforms.staging import trace_to_program
+from flfun.transforms.vjp import _with_args
 from flfun.tree import tree_flatten, tree_leaves, tree_unflatten
 
 
@@ -155,11 +156,11 @@ class JitFunction:
                 raise ValueError(f"jit: static argument {where!r} of {self.__name__} must be hashable, got "
                                  f"{type(val).__name__} {val!r:.60} (use a tuple instead of a list, or pass it "
                                  f"as a traced array instead of through static_argnums)") from None
-        dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
+        dyn_pos = [i for i in range(nargs) if i not in static_pos]
         dyn_kw = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
-        leaves, in_tree = tree_flatten((dyn, dyn_kw))
+        leaves, in_tree = tree_flatten((tuple(args[i] for i in dyn_pos), dyn_kw))
         donate = {i % nargs for i in self.donate_argnums if -nargs <= i < nargs}
-        mask = [i in donate for i, a in enumerate(args) if i not in static_pos for _ in tree_leaves(a)]
+        mask = [i in donate for i in dyn_pos for _ in tree_leaves(args[i])]
         donated = tuple(i for i, d in enumerate(mask) if d)
         avals = []
         for i, x in enumerate(leaves):
@@ -175,9 +176,7 @@ class JitFunction:
             return hit, leaves, avals, donated
 
         def fun(dyn, dyn_kw):
-            it = iter(dyn)
-            return self.fun(*[args[i] if i in static_pos else next(it) for i in range(len(args))],
-                            **{**kwargs, **dyn_kw})
+            return self.fun(*_with_args(args, dyn_pos, dyn), **{**kwargs, **dyn_kw})
         flat_fun, out_tree = flatten_fun(fun, in_tree)
         closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
         self.trace_count += 1
