@@ -29,11 +29,7 @@ def _unary(name: str, kinds: str = "float", tangent=None, out_dtype=None) -> Pri
     if tangent is None:
         p.def_jvp(zero_jvp(p))
     else:
-        def jvp(primals, tangents, **params):
-            (x,), (t,) = primals, tangents
-            out = p.bind(x, **params)
-            return out, Zero(tangent_aval(out)) if is_zero(t) else tangent(t, x, out)
-        p.def_jvp(jvp)
+        p.def_jvp(guarded_jvp(p, lambda out, primals, tangents: tangent(tangents[0], primals[0], out), False))
         p.elementwise_tangent = tangent   # J is diagonal: J^T ct = tangent(ct, x, out) (the eager tape uses it)
     return p
 

@@ -147,12 +147,11 @@ def _scatter_jvp(out, primals, tangents, *, axes, batch_dims, mode, op):
         return t
     # min / max: the tangent is the mean of the tangents of every contributor that attains the extremum
     # (operand and duplicate updates alike), so ties and duplicate indices are handled
-    one_op, one_upd = _full_like(operand, 1), _full_like(updates, 1)
     zero_op, zero_upd = _full_like(operand, 0), _full_like(updates, 0)
     fill = float("nan") if mode == "fill" else None
     upd_wins = E.eq(updates, gather(out, indices, fill_value=fill, **kw))
     op_wins = E.eq(operand, out)
-    count = scatter(E.select_n(op_wins, zero_op, one_op), indices, E.select_n(upd_wins, zero_upd, one_upd),
+    count = scatter(E.convert_element_type(op_wins, out.dtype), indices, E.convert_element_type(upd_wins, out.dtype),
                     op="add", **kw)
     t_keep = zero_op if is_zero(t_op) else E.select_n(op_wins, zero_op, t_op)
     t_new = zero_upd if is_zero(t_upd) else E.select_n(upd_wins, zero_upd, t_upd)
@@ -171,12 +170,10 @@ def _scatter_transpose(ct, operand, indices, updates, *, axes, batch_dims, mode,
     if not is_undefined(operand):
         return [None, None, ct_upd]
     if op == "add":
-        ct_op = ct
-    elif op == "set":      # overwritten positions do not reach the output
-        ct_op = scatter(ct, indices, _full_like(updates, 0), op="set", **kw)
-    else:                  # mul with known updates scales each position: a diagonal map
-        ct_op = scatter(ct, indices, updates, op="mul", **kw)
-    return [ct_op, None, ct_upd]
+        return [ct, None, ct_upd]
+    # set: overwritten positions do not reach the output; mul with known updates scales each one (a diagonal map)
+    kept = _full_like(updates, 0) if op == "set" else updates
+    return [scatter(ct, indices, kept, op=op, **kw), None, ct_upd]
 
 
 @scatter_p.def_batch

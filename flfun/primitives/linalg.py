@@ -193,13 +193,10 @@ def _conv_general_dilated_abstract_eval(lhs, rhs, *, window_strides, padding, lh
     if O % G or O % B or N % B:
         raise TypeError(f"{op}: rhs output feature size ({O}) must be divisible by feature_group_count ({G}) "
                         f"and batch_group_count ({B}), and lhs batch size ({N}) by batch_group_count, got {ops}")
-    spatial = conv_output_shape([lhs.shape[d] for d in lspec[2:]], [rhs.shape[d] for d in rspec[2:]],
-                                window_strides, padding, lhs_dilation, rhs_dilation)
-    canonical = (N // B, O) + spatial
-    shape = [0] * nd
-    for i, d in enumerate(ospec):
-        shape[d] = canonical[i]
-    return ShapedArray(tuple(shape), lhs.dtype, is_weak(lhs) and is_weak(rhs))
+    canonical = (N // B, O) + conv_output_shape([lhs.shape[d] for d in lspec[2:]], [rhs.shape[d] for d in rspec[2:]],
+                                                window_strides, padding, lhs_dilation, rhs_dilation)
+    # out_spec[i] is where canonical dim i goes
+    return ShapedArray(tuple(canonical[i] for i in _argsort(ospec)), lhs.dtype, is_weak(lhs) and is_weak(rhs))
 
 
 def _reshape_axis_out_of(src: int, size1: int, x):

@@ -62,10 +62,6 @@ def _kept(x, axes) -> tuple[int, ...]:
     return tuple(i for i in range(len(x.shape)) if i not in axes)
 
 
-def _const(dtype, value):
-    return S.full((), value, dtype)
-
-
 # --------------------------------------------------------------------------------------------------- reduce_sum
 reduce_sum_p = _reduction("reduce_sum", "num", linear_jvp)
 
@@ -210,7 +206,7 @@ def _shift(x, axis: int, d: int, fill, reverse: bool):
     """``x`` moved ``d`` places along ``axis`` in scan order; the vacated places hold ``fill``."""
     cfg = [(0, 0, 0)] * len(x.shape)
     cfg[axis] = (-d, d, 0) if reverse else (d, -d, 0)     # negative padding crops what moves out
-    return S.pad(x, _const(x.dtype, fill), cfg)
+    return S.pad(x, S.full((), fill, x.dtype), cfg)
 
 
 def _log_step_scan(x, t, axis, reverse, identity, combine):

@@ -10,7 +10,7 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short, to_array
 from flfun.primitives import elementwise as E, indexing as I, reduce as R  # noqa: F401 (cycle: used in rules)
-from flfun.primitives.common import (batch_axes, check_same, front_batch, is_undefined, is_zero, linear, moveaxis,
+from flfun.primitives.common import (batch_axes, check_same, front_batch, is_undefined, is_zero, linear,
                                      moveaxis_to_front, not_mapped, tangent_aval, Zero)
 from flfun.util import prod
 
@@ -363,35 +363,41 @@ def _dynamic_slice_transpose(ct, x, *idx, slice_sizes):
     return [dynamic_update_slice(full(x.aval.shape, 0, ct.dtype), ct, idx)] + [None] * len(idx)
 
 
-def _batched_starts(idx, dims, x_shape, sizes, size: int) -> list:
-    """Each start index as a ``(size,)`` vector clamped into range like lax does (one index dtype for all)."""
-    dt = dtypes.int64
-    out = []
-    for i, d, n, s in zip(idx, dims, x_shape, sizes):
-        i = i if getattr(i, "dtype", None) == dt else E.convert_element_type(i, dt)
-        i = E.clamp(full((), 0, dt), i, full((), n - s, dt))
-        out.append(moveaxis_to_front(i, d, size))
-    return out
+def _window_positions(idx, dims, x_shape, sizes, size: int):
+    """For start indices some of which are mapped: the dims the window does not cover whole, and the positions
+    ``(size, *their window sizes, len(them))`` of the window's elements along them, the starts clamped into range
+    like lax does (None when the window covers every dim whole)."""
+    narrow = [k for k, (n, s) in enumerate(zip(x_shape, sizes)) if n != s]
+    if not narrow:
+        return narrow, None
+    dt, grid = dtypes.int64, (size,) + tuple(sizes[k] for k in narrow) + (1,)
+    pos = []
+    for j, k in enumerate(narrow):
+        start = idx[k] if getattr(idx[k], "dtype", None) == dt else E.convert_element_type(idx[k], dt)
+        start = moveaxis_to_front(E.clamp(full((), 0, dt), start, full((), x_shape[k] - sizes[k], dt)), dims[k], size)
+        pos.append(E.add(broadcast_in_dim(start, grid, (0,)), iota(dt, grid, 1 + j)))
+    return narrow, concatenate(pos, len(grid) - 1)
+
+
+def _window_first(narrow: list[int], rank: int) -> list[int]:
+    """The axis order of a batched operand with the window's ``narrow`` dims right after the batch axis."""
+    return [0] + [k + 1 for k in narrow] + [k + 1 for k in range(rank - 1) if k not in narrow]
 
 
 @dynamic_slice_p.def_batch
 def _dynamic_slice_batch(axis, args, dims, *, slice_sizes):
     (x, *idx), (dx, *didx) = args, dims
-    size = axis.size
-    x = moveaxis_to_front(x, dx, size)
-    # a plain dynamic_slice for dims with unmapped starts (mapped ones kept whole), then one gather per mapped dim
+    x = moveaxis_to_front(x, dx, axis.size)
+    # a plain dynamic_slice along dims with unmapped starts (mapped ones kept whole), then a gather along the others
     keep = tuple(n if d is not not_mapped else s for n, s, d in zip(x.shape[1:], slice_sizes, didx))
     x = bind(dynamic_slice_p, x, 0, *[0 if d is not not_mapped else i for i, d in zip(idx, didx)],
-             slice_sizes=(size,) + keep)
-    if all(d is not_mapped for d in didx):
+             slice_sizes=(axis.size,) + keep)
+    narrow, pos = _window_positions(idx, didx, x.shape[1:], slice_sizes, axis.size)
+    if not narrow:
         return x, 0
-    starts = _batched_starts(idx, didx, x.shape[1:], slice_sizes, size)
-    for k, (start, d, s) in enumerate(zip(starts, didx, slice_sizes)):
-        if d is not_mapped:
-            continue
-        pos = E.add(broadcast_in_dim(start, (size, s, 1), (0,)), iota(start.dtype, (size, s, 1), 1))
-        x = moveaxis(I.gather(x, pos, axes=(k + 1,), batch_dims=1, mode="promise_in_bounds"), 1, k + 1)
-    return x, 0
+    out = I.gather(x, pos, axes=tuple(k + 1 for k in narrow), batch_dims=1, mode="promise_in_bounds")
+    order = _window_first(narrow, len(x.shape))
+    return transpose(out, sorted(range(len(order)), key=order.__getitem__)), 0
 
 
 def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int]):
@@ -434,22 +440,16 @@ def _dynamic_update_slice_transpose(ct, x, update, *idx):
 @dynamic_update_slice_p.def_batch
 def _dynamic_update_slice_batch(axis, args, dims):
     (x, update, *idx), (dx, du, *didx) = args, dims
-    size = axis.size
-    x, update = moveaxis_to_front(x, dx, size), moveaxis_to_front(update, du, size)
+    x, update = moveaxis_to_front(x, dx, axis.size), moveaxis_to_front(update, du, axis.size)
     if all(d is not_mapped for d in didx):
         return bind(dynamic_update_slice_p, x, update, 0, *idx), 0
-    # scatter over a full grid of positions along the dims the update does not cover
-    narrow = [k for k in range(len(idx)) if update.shape[k + 1] != x.shape[k + 1]]
+    # a scatter of the update along the dims it does not cover whole
+    narrow, pos = _window_positions(idx, didx, x.shape[1:], update.shape[1:], axis.size)
     if not narrow:
         return update, 0
-    rest = [k for k in range(len(idx)) if k not in narrow]
-    starts = _batched_starts(idx, didx, x.shape[1:], update.shape[1:], size)
-    update = transpose(update, [0] + [k + 1 for k in narrow] + [k + 1 for k in rest])
-    grid = (size,) + tuple(update.shape[1:1 + len(narrow)]) + (1,)
-    pos = concatenate([E.add(broadcast_in_dim(starts[k], grid, (0,)), iota(dtypes.int64, grid, 1 + j))
-                       for j, k in enumerate(narrow)], len(grid) - 1)
+    update = transpose(update, _window_first(narrow, len(x.shape)))
     return I.scatter(x, pos, update, axes=tuple(k + 1 for k in narrow), batch_dims=1, mode="promise_in_bounds",
-                   op="set"), 0
+                     op="set"), 0
 
 
 def dynamic_update_slice(x, update, start_indices: Sequence):
