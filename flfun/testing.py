@@ -80,14 +80,8 @@ def _vdot(a, b) -> float:
 
 
 def _assert_close(what, actual, expected, atol, rtol):
-    for a, e in zip(actual, expected):
-        a, e = _f64(a), _f64(e)
-        if a.shape != e.shape:
-            raise AssertionError(f"{what}: shape {a.shape} != expected {e.shape}")
-        if not np.allclose(a, e, atol=atol, rtol=rtol, equal_nan=True):
-            err = np.max(np.abs(a - e)) if a.size else 0.0
-            raise AssertionError(f"{what}: max abs error {err:.3g} exceeds atol={atol}, rtol={rtol}\n"
-                                 f"actual={a}\nexpected={e}")
+    for a, e in zip(actual, expected):   # strict: the shapes must match too
+        np.testing.assert_allclose(_f64(a), _f64(e), rtol=rtol, atol=atol, equal_nan=True, err_msg=what, strict=True)
 
 
 def _jvp_at(f: Callable, args: Sequence, rng):
