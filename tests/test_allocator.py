@@ -282,6 +282,15 @@ def test_machine_reaches_oom():
     assert a.stats()["num_alloc_retries"] == 1 and a.stats()["segment.all.current"] == 2 and held
 
 
+@pytest.mark.parametrize("make", [DirectAllocator, CachingAllocator])
+def test_memory_running_out_without_a_capacity_is_a_memory_error(make):
+    class Exhausted(memory.allocator.HostMemory):
+        def alloc(self, nbytes):
+            raise MemoryError("no more")
+    with pytest.raises(MemoryError, match=r"out of memory allocating 1.00 KiB .* capacity unlimited"):
+        make(memory=Exhausted()).malloc(1024)
+
+
 @pytest.mark.parametrize("make", [DirectAllocator, CachingAllocator,
                                   lambda: CachingAllocator(max_split_size=2 * MiB, roundup_power2_divisions=4)])
 def test_jit_executor_with_every_allocator(make):

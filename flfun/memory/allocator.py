@@ -268,8 +268,9 @@ class BaseAllocator:
 
     def _oom(self, nbytes: int, size: int) -> MemoryError:
         self.num_ooms += 1
+        limit = "unlimited (the memory itself ran out)" if self.capacity is None else _fmt(self.capacity)
         return MemoryError(f"{type(self).__name__}: out of memory allocating {_fmt(nbytes)} ({nbytes} bytes, "
-                           f"rounded to {size}) with capacity {_fmt(self.capacity)}; {self.summary()}")
+                           f"rounded to {size}) with capacity {limit}; {self.summary()}")
 
     # --- public stats
     def live_blocks(self) -> list[Block]:
