@@ -24,15 +24,16 @@ class StagingTrace(Trace):
     constants are kept alive, so their ids stay unique)."""
 
     def pure(self, val):
-        consts = self.main.global_data[1]
+        _, consts = self.main.global_data
         if id(val) not in consts:
             consts[id(val)] = (StagingTracer(self, get_aval(val)), val)
         return consts[id(val)][0]
 
     def process_primitive(self, prim, tracers, params):
+        eqns, _ = self.main.global_data
         avals_out = prim.abstract_eval(*[t.aval for t in tracers], **params)
         outs = [StagingTracer(self, a) for a in (avals_out if prim.multiple_results else [avals_out])]
-        self.main.global_data[0].append(Eqn(prim, tuple(t.var for t in tracers), tuple(t.var for t in outs), params))
+        eqns.append(Eqn(prim, tuple(t.var for t in tracers), tuple(t.var for t in outs), params))
         return outs
 
 
