@@ -247,8 +247,7 @@ class Lowered:
     def plan_with(self, strategy: str) -> MemoryPlan:
         """The memory plan made by the named strategy."""
         if strategy not in self._plans:
-            self._plans[strategy] = plan_program(self.program, writes_out(self.device.backend), self.donated,
-                                                 strategy)
+            self._plans[strategy] = plan_program(self.program, writes_out(self.device.backend), self.donated, strategy)
         return self._plans[strategy]
 
     @property
