@@ -220,8 +220,7 @@ def find_groups(program: Program, can_fuse: Callable[[Eqn], bool] = fusible, red
     eqns = program.eqns
     parent: dict[int, int] = {}
     members: dict[int, list[int]] = {}
-    shape: dict[int, tuple] = {}
-    sealed: dict[int, bool] = {}
+    growing: dict[int, tuple] = {}         # group root -> its loop shape, until the group seals
     produced: dict[int, int] = {}          # var id -> group id (before find)
     readers: dict[int, set] = {}           # group root -> indices of outside equations reading it
 
@@ -236,7 +235,7 @@ def find_groups(program: Program, can_fuse: Callable[[Eqn], bool] = fusible, red
         if can_fuse(e):
             s = e.outputs[0].aval.shape
             cands = dict.fromkeys(find(produced[v.id]) for v in e.inputs if type(v) is Var and v.id in produced)
-            cands = [g for g in cands if shape[g] == s and not sealed[g]]
+            cands = [g for g in cands if growing.get(g) == s]
             if cands:
                 gid = cands[0]
                 for g in cands[1:]:
@@ -245,13 +244,13 @@ def find_groups(program: Program, can_fuse: Callable[[Eqn], bool] = fusible, red
                     readers.setdefault(gid, set()).update(readers.pop(g, set()))
             else:
                 gid = parent[i] = i
-                members[i], shape[i], sealed[i] = [], s, False
+                members[i], growing[i] = [], s
             members[gid].append(i)
         for v in e.inputs:
             if type(v) is Var and v.id in produced:
                 g = find(produced[v.id])
                 if g != gid:
-                    sealed[g] = True
+                    growing.pop(g, None)
                     readers.setdefault(g, set()).add(i)
         if gid is not None:
             for v in e.outputs:
@@ -260,13 +259,12 @@ def find_groups(program: Program, can_fuse: Callable[[Eqn], bool] = fusible, red
     result = []
     for g, ms in members.items():
         red = None
-        rd = readers.get(g, set())
+        rd = readers.get(g, ())
         if reductions and len(rd) == 1:
-            r = next(iter(rd))
-            escaping = {v.id for m in ms for v in eqns[m].outputs
-                        if v.id in outs or any(u is v for j in rd for u in eqns[j].inputs)}
-            if _reduction_ok(eqns[r]) and len(escaping) == 1 and eqns[r].inputs[0].id in escaping \
-                    and not escaping & outs:
+            r, = rd
+            read = eqns[r].inputs
+            escaping = {v.id for m in ms for v in eqns[m].outputs if v.id in outs or any(u is v for u in read)}
+            if _reduction_ok(eqns[r]) and escaping == {eqns[r].inputs[0].id} and not escaping & outs:
                 red = r
         if len(ms) >= min_size or red is not None:
             result.append((sorted(ms), red))
@@ -384,16 +382,5 @@ def kernel_source(group: FusionGroup) -> KernelSource:
     return KernelSource(group.name, in_params, out_params, "out0 = a", preamble, call, red, ident, ct)
 
 
-__all__ = [
-    "KERNEL_BUILDERS",
-    "FusedPrimitive",
-    "FusionGroup",
-    "KernelSource",
-    "c_expression",
-    "c_literal",
-    "find_groups",
-    "fuse_elementwise",
-    "fusible",
-    "kernel_source",
-    "register_kernel_builder",
-]
+__all__ = ["KERNEL_BUILDERS", "FusedPrimitive", "FusionGroup", "KernelSource", "c_expression", "c_literal",
+           "find_groups", "fuse_elementwise", "fusible", "kernel_source", "register_kernel_builder"]

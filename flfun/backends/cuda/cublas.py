@@ -8,6 +8,7 @@ against a ones vector) are the impls built on it; anything cuBLAS cannot take fa
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import itertools
 import os
@@ -56,26 +57,21 @@ def find_library() -> str | None:
     return ctypes.util.find_library("cublas")
 
 
-_LIB = None
-
-
+@functools.cache
 def _lib():
-    global _LIB
-    if _LIB is None:
-        path = find_library()
-        if path is None:
-            raise CublasError("cuBLAS: libcublas was not found (install nvidia-cublas or the CUDA toolkit)")
-        lib = ctypes.CDLL(path)
-        vp, i, ll = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
-        for name in ("cublasSgemm_v2", "cublasDgemm_v2"):
-            getattr(lib, name).argtypes = [vp, i, i, i, i, i, vp, vp, i, vp, i, vp, vp, i]
-        for name in ("cublasSgemmStridedBatched", "cublasDgemmStridedBatched"):
-            getattr(lib, name).argtypes = [vp, i, i, i, i, i, vp, vp, i, ll, vp, i, ll, vp, vp, i, ll, i]
-        lib.cublasSetStream_v2.argtypes = [vp, vp]
-        lib.cublasSetWorkspace_v2.argtypes = [vp, vp, ctypes.c_size_t]
-        lib.cublasSetMathMode.argtypes = [vp, i]
-        _LIB = lib
-    return _LIB
+    path = find_library()
+    if path is None:
+        raise CublasError("cuBLAS: libcublas was not found (install nvidia-cublas or the CUDA toolkit)")
+    lib = ctypes.CDLL(path)
+    vp, i, ll = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
+    for name in ("cublasSgemm_v2", "cublasDgemm_v2"):
+        getattr(lib, name).argtypes = [vp, i, i, i, i, i, vp, vp, i, vp, i, vp, vp, i]
+    for name in ("cublasSgemmStridedBatched", "cublasDgemmStridedBatched"):
+        getattr(lib, name).argtypes = [vp, i, i, i, i, i, vp, vp, i, ll, vp, i, ll, vp, vp, i, ll, i]
+    lib.cublasSetStream_v2.argtypes = [vp, vp]
+    lib.cublasSetWorkspace_v2.argtypes = [vp, vp, ctypes.c_size_t]
+    lib.cublasSetMathMode.argtypes = [vp, i]
+    return lib
 
 
 def _check(status: int, what: str) -> None:
@@ -111,14 +107,10 @@ class Handle:
             self.math = mode
 
 
-_HANDLES: dict[int, Handle] = {}
-
-
+@functools.cache
 def handle(cupy, device_id: int) -> Handle:
-    h = _HANDLES.get(device_id)
-    if h is None:
-        h = _HANDLES[device_id] = Handle(cupy, device_id)
-    return h
+    """The handle of GPU ``device_id`` (one per GPU, made on first use)."""
+    return Handle(cupy, device_id)
 
 
 def available(cupy) -> bool:
@@ -248,11 +240,10 @@ _ONES: dict = {}
 
 def _ones(cp, n: int, dtype, device_id: int):
     key = (n, np.dtype(dtype), device_id)
-    v = _ONES.get(key)
-    if v is None:
+    if key not in _ONES:
         with cp.cuda.Device(device_id):
-            v = _ONES[key] = cp.ones(n, dtype)
-    return v
+            _ONES[key] = cp.ones(n, dtype)
+    return _ONES[key]
 
 
 __all__ = ["CublasError", "Handle", "available", "find_library", "gemm", "handle", "impls", "layout"]

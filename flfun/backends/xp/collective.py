@@ -10,12 +10,13 @@ from flfun.backends.xp import finish
 
 
 def _member(op: str, name):
+    """``(communicator, this member's rank, what the call is)`` of axis ``name`` in the running pmap."""
     from flfun.distributed.spmd import current_context
     ctx = current_context()
     if ctx is None or name not in ctx:
         raise NameError(f"{op}: axis {name!r} is not mapped by a running pmap (collectives run inside pmap or "
                         f"vmap(..., axis_name=))")
-    return ctx[name]
+    return (*ctx[name], f"{op} over axis {name!r}")
 
 
 def impls(xp) -> dict:
@@ -23,41 +24,39 @@ def impls(xp) -> dict:
         def impl(x, *, axes, out=None):
             x = xp.asarray(x)
             for i, name in enumerate(axes):
-                comm, r = _member(prim, name)
-                x = comm.allreduce(r, x, op, out=out if i == len(axes) - 1 else None,
-                                   what=f"{prim} over axis {name!r}")
+                comm, r, what = _member(prim, name)
+                x = comm.allreduce(r, x, op, out=out if i == len(axes) - 1 else None, what=what)
             return finish(x, out)
         return impl
 
     def all_gather(x, *, axes, axis, axis_size, tiled):
-        comm, r = _member("all_gather", axes[0])
-        out = xp.moveaxis(comm.allgather(r, xp.asarray(x), what=f"all_gather over axis {axes[0]!r}"), 0, axis)
+        comm, r, what = _member("all_gather", axes[0])
+        out = xp.moveaxis(comm.allgather(r, xp.asarray(x), what=what), 0, axis)
         if tiled:
             s = out.shape
             out = out.reshape(s[:axis] + (s[axis] * s[axis + 1],) + s[axis + 2:])
         return out
 
     def psum_scatter(x, *, axes, scatter_dimension, axis_size, tiled):
-        comm, r = _member("psum_scatter", axes[0])
+        comm, r, what = _member("psum_scatter", axes[0])
         x, sd = xp.asarray(x), scatter_dimension
         if tiled:
             s = x.shape
             x = x.reshape(s[:sd] + (axis_size, s[sd] // axis_size) + s[sd + 1:])
         x = xp.ascontiguousarray(xp.moveaxis(x, sd, 0))
-        return comm.reduce_scatter(r, x, "sum", what=f"psum_scatter over axis {axes[0]!r}")
+        return comm.reduce_scatter(r, x, "sum", what=what)
 
     def ppermute(x, *, axes, perm):
-        comm, r = _member("ppermute", axes[0])
-        return comm.permute(r, xp.asarray(x), perm, what=f"ppermute over axis {axes[0]!r}")
+        comm, r, what = _member("ppermute", axes[0])
+        return comm.permute(r, xp.asarray(x), perm, what=what)
 
     def all_to_all(x, *, axes, split_axis, concat_axis, axis_size):
-        comm, r = _member("all_to_all", axes[0])
+        comm, r, what = _member("all_to_all", axes[0])
         x = xp.ascontiguousarray(xp.moveaxis(xp.asarray(x), split_axis, 0))
-        return xp.moveaxis(comm.alltoall(r, x, what=f"all_to_all over axis {axes[0]!r}"), 0, concat_axis)
+        return xp.moveaxis(comm.alltoall(r, x, what=what), 0, concat_axis)
 
     def axis_index(*, axes):
-        _, r = _member("axis_index", axes[0])
-        return xp.int32(r)
+        return xp.int32(_member("axis_index", axes[0])[1])
 
     return {"psum": reduction("sum", "psum"), "pmax": reduction("max", "pmax"), "pmin": reduction("min", "pmin"),
             "all_gather": all_gather, "psum_scatter": psum_scatter, "ppermute": ppermute,

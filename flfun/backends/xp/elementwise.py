@@ -2,7 +2,9 @@
 and the jit executor can pass ``out=``."""
 from __future__ import annotations
 
+import functools
 import math
+import operator
 
 from flfun.backends.xp import finish
 
@@ -26,8 +28,7 @@ def impls(xp) -> dict:
 
     def shift_right_logical(x, y):
         unsigned = xp.dtype(f"uint{x.dtype.itemsize * 8}")
-        out = xp.right_shift(x.view(unsigned) if hasattr(x, "view") else xp.asarray(x).view(unsigned),
-                             y.astype(unsigned))
+        out = xp.right_shift(xp.asarray(x).view(unsigned), y.astype(unsigned))
         return xp.where(y >= x.dtype.itemsize * 8, 0, out).astype(x.dtype)
 
     def shift_left(x, y):
@@ -51,14 +52,15 @@ def impls(xp) -> dict:
         if y == 1:
             return x
         if 3 <= y <= 8:   # repeated multiplication: xp.power on floats is ~50x slower than a multiply
-            out = x * x
-            for _ in range(y - 2):
-                out = out * x
-            return out
+            return functools.reduce(operator.mul, [x] * y)
         return xp.power(x, y).astype(x.dtype, copy=False)
 
-    def rem(x, y):
-        return xp.fmod(x, y)
+    def div(x, y, out=None):
+        if x.dtype.kind in "iu":   # integer division truncates toward zero (C semantics, like lax.div)
+            q = xp.floor_divide(x, y)
+            fix = (xp.remainder(x, y) != 0) & ((x < 0) != (y < 0))
+            return (q + fix).astype(x.dtype, copy=False)
+        return xp.true_divide(x, y, out=out)
 
     return {
         "neg": xp.negative, "abs": xp.absolute, "sign": xp.sign, "exp": xp.exp, "log": xp.log,
@@ -66,26 +68,16 @@ def impls(xp) -> dict:
         "tan": xp.tan, "tanh": xp.tanh, "asin": xp.arcsin, "acos": xp.arccos, "atan": xp.arctan,
         "sinh": xp.sinh, "cosh": xp.cosh, "logistic": logistic, "erf": erf, "floor": xp.floor, "ceil": xp.ceil,
         "round": xp.round, "is_finite": xp.isfinite, "not": xp.invert, "integer_pow": integer_pow,
-        "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": _div(xp), "rem": rem, "pow": xp.power,
-        "max": xp.maximum, "min": xp.minimum, "atan2": xp.arctan2, "nextafter": xp.nextafter,
-        "and": xp.bitwise_and, "or": xp.bitwise_or,
-        "xor": xp.bitwise_xor, "shift_left": shift_left, "shift_right_logical": shift_right_logical,
+        "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": div, "pow": xp.power,
+        "rem": lambda x, y: xp.fmod(x, y), "max": xp.maximum, "min": xp.minimum, "atan2": xp.arctan2,
+        "nextafter": xp.nextafter, "and": xp.bitwise_and, "or": xp.bitwise_or, "xor": xp.bitwise_xor,
+        "shift_left": shift_left, "shift_right_logical": shift_right_logical,
         "shift_right_arithmetic": xp.right_shift, "eq": xp.equal, "ne": xp.not_equal, "lt": xp.less,
         "le": xp.less_equal, "gt": xp.greater, "ge": xp.greater_equal, "select_n": select_n,
         "clamp": lambda lo, x, hi: xp.minimum(xp.maximum(x, lo), hi),
         "convert_element_type": lambda x, *, new_dtype, weak_type=False: x.astype(new_dtype),
         "stop_gradient": lambda x: x,
     }
-
-
-def _div(xp):
-    def div(x, y, out=None):
-        if x.dtype.kind in "iu":   # integer division truncates toward zero (C semantics, like lax.div)
-            q = xp.floor_divide(x, y)
-            fix = (xp.remainder(x, y) != 0) & ((x < 0) != (y < 0))
-            return (q + fix).astype(x.dtype, copy=False)
-        return xp.true_divide(x, y, out=out)
-    return div
 
 
 def _bitselect(xp, which, on_false, on_true, out):

@@ -55,15 +55,13 @@ def impls(xp) -> dict:
 
     return {
         "reduce_sum": reduce_sum,
+        "reduce_max": extremum(xp.maximum.reduce, False), "reduce_min": extremum(xp.minimum.reduce, True),
         "reduce_prod": lambda x, *, axes, out=None: xp.prod(x, axis=axes, dtype=x.dtype, out=out),
-        "reduce_max": extremum(xp.maximum.reduce, False),
-        "reduce_min": extremum(xp.minimum.reduce, True),
         "reduce_or": lambda x, *, axes, out=None: xp.any(x, axis=axes, out=out),
         "reduce_and": lambda x, *, axes, out=None: xp.all(x, axis=axes, out=out),
         "argmax": lambda x, *, axis, index_dtype: xp.argmax(x, axis=axis).astype(index_dtype),
         "argmin": lambda x, *, axis, index_dtype: xp.argmin(x, axis=axis).astype(index_dtype),
         "cumsum": scan(lambda x, axis, out: xp.cumsum(x, axis=axis, dtype=x.dtype, out=out)),
         "cumprod": scan(lambda x, axis, out: xp.cumprod(x, axis=axis, dtype=x.dtype, out=out)),
-        "cummax": scan(accumulate(xp.maximum)),
-        "cummin": scan(accumulate(xp.minimum)),
+        "cummax": scan(accumulate(xp.maximum)), "cummin": scan(accumulate(xp.minimum)),
     }

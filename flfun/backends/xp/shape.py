@@ -28,9 +28,6 @@ def impls(xp) -> dict:
         return tuple(slice(s, s + n) for s, n in
                      ((min(max(int(i), 0), d - n), n) for i, d, n in zip(idx, x_shape, sizes)))
 
-    def dynamic_slice(x, *idx, slice_sizes):
-        return x[window(x.shape, idx, slice_sizes)]
-
     def dynamic_update_slice(x, update, *idx):
         out = xp.array(x, copy=True)
         out[window(out.shape, idx, update.shape)] = update
@@ -56,17 +53,13 @@ def impls(xp) -> dict:
         return [xp.take_along_axis(o, perm, axis=dimension) for o in operands]
 
     return {
-        "broadcast_in_dim": broadcast_in_dim,
+        "broadcast_in_dim": broadcast_in_dim, "iota": iota, "slice": slice_, "pad": pad, "sort": sort,
         "reshape": lambda x, *, new_sizes: x.reshape(new_sizes),      # the method: xp.reshape is Python-level
         "transpose": lambda x, *, permutation: xp.transpose(x, permutation),
         "squeeze": lambda x, *, dimensions: xp.squeeze(x, axis=dimensions),
         "expand_dims": lambda x, *, dimensions: xp.expand_dims(x, dimensions),
         "rev": lambda x, *, dimensions: xp.flip(x, axis=dimensions),
-        "iota": iota,
-        "slice": slice_,
-        "dynamic_slice": dynamic_slice,
+        "dynamic_slice": lambda x, *idx, slice_sizes: x[window(x.shape, idx, slice_sizes)],
         "dynamic_update_slice": dynamic_update_slice,
-        "pad": pad,
         "concatenate": lambda *operands, dimension: xp.concatenate(operands, axis=dimension),
-        "sort": sort,
     }
