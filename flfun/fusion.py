@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from flfun.backends.xp import finish
 from flfun.backends.xp.reduce import reduction_identity
 from flfun.core import _PRIMITIVES, Primitive
 from flfun.ir import Eqn, Literal, Program, Var
@@ -161,12 +162,7 @@ class FusionGroup:
         read = lambda v: v.val if type(v) is Literal else env[v.id]
         for e in self.eqns + ([self.reduction] if self.reduction is not None else []):
             env[e.outputs[0].id] = e.prim.impls["numpy"](*[read(v) for v in e.inputs], **e.params)
-        res = [env[v.id] for v in self.outputs]
-        for j, o in enumerate(out or ()):
-            if o is not None:
-                o[...] = res[j]
-                res[j] = o
-        return res
+        return [finish(env[v.id], o) for v, o in itertools.zip_longest(self.outputs, out or ())]
 
     def __repr__(self):
         return f"FusionGroup({self.name}, {len(self.inputs)} in, {len(self.outputs)} out, shape {self.shape})"
@@ -366,13 +362,11 @@ def kernel_source(group: FusionGroup) -> KernelSource:
     if group.reduction is None:
         body = "\n".join(lines + [f"out{j} = {names[v.id]};" for j, v in enumerate(group.outputs)])
         return KernelSource(group.name, in_params, out_params, body)
-    r = group.reduction
-    src = r.inputs[0]
-    dt = r.outputs[0].aval.dtype
+    r, dt = group.reduction, group.reduction.outputs[0].aval.dtype
     ct = C_TYPES[dt.name]
     fargs = ", ".join(f"{C_TYPES[v.aval.dtype.name]} in{k}" for k, v in enumerate(group.inputs))
     preamble = (f"__device__ inline {ct} {group.name}_map({fargs}) {{\n  " + "\n  ".join(lines)
-                + f"\n  return {names[src.id]};\n}}\n")
+                + f"\n  return {names[r.inputs[0].id]};\n}}\n")
     call = f"{group.name}_map({', '.join(f'in{k}' for k in range(len(group.inputs)))})"
     if r.prim.name == "reduce_sum":
         red, ident = "a + b", c_literal(0, dt)

@@ -70,13 +70,10 @@ def _dot_general(xp):
         if preferred_element_type is not None and lhs.dtype != preferred_element_type:
             lhs, rhs = lhs.astype(preferred_element_type), rhs.astype(preferred_element_type)
         if not lb and lhs.ndim == 2 and rhs.ndim == 2 and len(lc) == 1:   # plain matmul, maybe transposed
-            a = lhs if lc[0] == 1 else lhs.T
-            return matmul(a, rhs if rc[0] == 0 else rhs.T, out=out)
+            return matmul(lhs if lc[0] == 1 else lhs.T, rhs if rc[0] == 0 else rhs.T, out=out)
         if not lc:      # outer products (per-example ones): einsum's loops beat K=1 matmuls and broadcasting
             spec = _outer_subscripts(lhs.ndim, rhs.ndim, dimension_numbers)
-            if einsum_out:
-                return einsum(spec, lhs, rhs, out=out)
-            return finish(einsum(spec, lhs, rhs), out)
+            return einsum(spec, lhs, rhs, out=out) if einsum_out else finish(einsum(spec, lhs, rhs), out)
         a, b, shape = dot_operands(xp, xp.asarray(lhs), xp.asarray(rhs), dimension_numbers)
         if out is not None and out.flags.c_contiguous:
             matmul(a, b, out=xp.reshape(out, a.shape[:-1] + b.shape[-1:]))
