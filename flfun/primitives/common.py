@@ -115,8 +115,6 @@ def moveaxis_to_front(x, bdim, size: int):
 
 
 def moveaxis(x, src: int, dst: int):
-    if src == dst:
-        return x
     perm = [i for i in range(len(x.shape)) if i != src]
     perm.insert(dst, src)
     return _S.transpose(x, tuple(perm))
@@ -175,11 +173,8 @@ def unbroadcast(ct, aval):
 
 def broadcast_to_shape(x, shape: Sequence[int]):
     """numpy-style broadcast of ``x`` to ``shape`` via broadcast_in_dim (a no-op when shapes match)."""
-    shape = tuple(shape)
-    if tuple(x.shape) == shape:
-        return x
     lead = len(shape) - len(x.shape)
-    return _S.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+    return _S.broadcast_in_dim(x, shape, range(lead, len(shape)))
 
 
 def linear_jvp(prim: Primitive, nlinear: int | None = None) -> Callable:
@@ -218,11 +213,9 @@ def guarded_jvp(prim: Primitive, fn: Callable, float_only: bool = True, which: s
 
 
 def zero_jvp(prim: Primitive) -> Callable:
-    """jvp of a primitive whose output is piecewise constant (comparisons, floor, argmax, ...)."""
+    """jvp of a single-result primitive whose output is piecewise constant (comparisons, floor, argmax, ...)."""
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
-        if prim.multiple_results:
-            return out, [Zero(tangent_aval(o)) for o in out]
         return out, Zero(tangent_aval(out))
     return rule
 

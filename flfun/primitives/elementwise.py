@@ -81,9 +81,7 @@ cosh_p = _unary("cosh", tangent=lambda t, x, out: mul(t, sinh(x)))
 logistic_p = _unary("logistic", tangent=lambda t, x, out: mul(t, mul(out, sub(_const(out, 1), out))))
 erf_p = _unary("erf", tangent=lambda t, x, out: mul(t, mul(_const(x, 2 / math.sqrt(math.pi)),
                                                            exp(neg(mul(x, x))))))
-floor_p = _unary("floor")
-ceil_p = _unary("ceil")
-round_p = _unary("round")
+floor_p, ceil_p, round_p = (_unary(name) for name in ("floor", "ceil", "round"))
 is_finite_p = _unary("is_finite", "float", out_dtype=dtypes.bool_)
 not_p = _unary("not", "intbool")
 

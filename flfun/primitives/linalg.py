@@ -59,10 +59,9 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, preferred_element
         if len(a) != len(b):
             raise TypeError(f"dot_general: lhs and rhs need as many {what} dimensions, got {a} and {b} for "
                             f"{short(lhs)} and {short(rhs)}")
-        for i, j in zip(a, b):
-            if ls[i] != rs[j]:
-                raise TypeError(f"dot_general: {what} dimensions must match, got {short(lhs)} and {short(rhs)} "
-                                f"(lhs dimensions {a}, rhs dimensions {b})")
+        if any(ls[i] != rs[j] for i, j in zip(a, b)):
+            raise TypeError(f"dot_general: {what} dimensions must match, got {short(lhs)} and {short(rhs)} "
+                            f"(lhs dimensions {a}, rhs dimensions {b})")
     shape = (tuple(ls[d] for d in lb) + tuple(n for d, n in enumerate(ls) if d not in lc and d not in lb)
              + tuple(n for d, n in enumerate(rs) if d not in rc and d not in rb))
     if preferred_element_type is None:
@@ -355,8 +354,7 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
     nd = len(lhs.shape)
     dn = conv_dimension_numbers(nd, dimension_numbers)
     nsp = max(nd - 2, 0)
-    ld = (1,) * nsp if lhs_dilation is None else tuple(int(d) for d in lhs_dilation)
-    rd = (1,) * nsp if rhs_dilation is None else tuple(int(d) for d in rhs_dilation)
+    ld, rd = ((1,) * nsp if d is None else tuple(int(v) for v in d) for d in (lhs_dilation, rhs_dilation))
     strides = tuple(int(s) for s in window_strides)
     try:
         if isinstance(padding, str):
