@@ -3,8 +3,6 @@
 Default dtypes are float32 and int64; numpy inputs keep their dtype. Arrays are immutable, so creation from
 mutable host data (numpy arrays, lists) copies, and ``fnp.copy`` is the identity.
 """
-from __future__ import annotations
-
 import math
 import operator
 

@@ -6,20 +6,13 @@ checking to the abstract-eval rule only if the impl fails, which keeps ``x + y``
 (benchmark W1). Where the optional C module flfun/_dispatch.c was built, it runs the array-array case without a
 Python frame and calls this module's Python function for everything else.
 """
-from __future__ import annotations
-
-import builtins
-
 import numpy as np
 
 from flfun import dtypes
-from flfun import primitives as _prims
 from flfun.array import Array
 from flfun.core import _state, wrap
 from flfun.numpy._promote import asarray_like, promote, to_float
 from flfun.primitives import elementwise as lax
-
-
 
 _NO_PARAMS: dict = {}
 _FLOATS = frozenset(d for d in dtypes.SUPPORTED if d.kind == "f")
@@ -388,8 +381,6 @@ def nan_to_num(x, /, nan=0.0, posinf=None, neginf=None):
     x = where(lax.and_(isinf(x), lax.gt(x, _const(x, 0))), info.max if posinf is None else posinf, x)
     return where(lax.and_(isinf(x), lax.lt(x, _const(x, 0))), info.min if neginf is None else neginf, x)
 
-
-del builtins, _prims
 
 __all__ = ["abs", "absolute", "acos", "acosh", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
            "arctan2", "arctanh", "around", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",

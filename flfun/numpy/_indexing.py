@@ -4,8 +4,6 @@
 Static slices, ints and ``None`` become slice / rev / reshape; integer arrays and traced scalar indices become one
 ``gather`` (or ``scatter``), placed by numpy's rule for advanced indices. Boolean masks need concrete values.
 """
-from __future__ import annotations
-
 import numpy as np
 
 from flfun import dtypes
@@ -185,12 +183,6 @@ def _index_array(comps, shape):
     return S.concatenate(parts, len(shape))
 
 
-def _default_mode(comps, mode, traced_default):
-    if mode is not None:
-        return mode
-    return "promise_in_bounds" if all(isinstance(c, np.ndarray) for c, _ in comps) else traced_default
-
-
 # ------------------------------------------------------------------------------------------------------ getitem
 def getitem(x, idx, mode: str | None = None, fill_value=None) -> Array:
     """``x[idx]`` with numpy semantics (``Array.__getitem__`` calls this).
@@ -238,8 +230,9 @@ def _getitem(x, idx, mode, fill_value, traced_mode: str):
     y = S.reshape(y, tuple(y.shape[d] for d in kept))
     if "A" not in tokens:
         return S.reshape(y, tuple(d for _, d in dims))
+    host = all(isinstance(c, np.ndarray) for c, _ in comps)
     out = gather(y, _index_array(comps, adv_shape), axes=tuple(kept.index(a) for a in adv_axes),
-                 mode=_default_mode(comps, mode, traced_mode), fill_value=fill_value)
+                 mode=mode or ("promise_in_bounds" if host else traced_mode), fill_value=fill_value)
     slices = [t for t in tokens if t not in ("A", "N")]          # gather's carried dims, in order
     perm = [label[1] if label[0] == "A" else len(adv_shape) + slices.index(label)
             for label, _ in dims if label != "N"]
@@ -367,8 +360,8 @@ def take(x, indices, /, *, axis: int | None = None, mode: str | None = None, fil
 
 
 def _along_axis(x, indices, axis, op: str, broadcast_x: bool = True):
-    """``x`` and the indices with ``axis`` moved last and the other dims broadcast against each other, as
-    ``(x, index array (*batch, m, 1), len(batch), permutation, comps, flattened x)``."""
+    """``(x, index)`` with ``x[index]`` numpy's ``take_along_axis``: ``index`` holds ``indices`` for ``axis`` and
+    aranges for the other dims, which broadcast against each other (``x`` is flattened when ``axis`` is None)."""
     x = _arr(x)
     host = not isinstance(indices, Tracer)
     ind = np.asarray(indices) if host else indices
@@ -382,7 +375,6 @@ def _along_axis(x, indices, axis, op: str, broadcast_x: bool = True):
                          f"{tuple(ind.shape)}")
     if not dtypes.is_int(ind.dtype):
         raise IndexError(f"{op}: indices must be integers, got dtype {ind.dtype}")
-    n, m = x.shape[axis], ind.shape[axis]
     outer = [tuple(sh[:axis] + sh[axis + 1:]) for sh in (tuple(x.shape), tuple(ind.shape))]
     try:
         batch = tuple(np.broadcast_shapes(*outer))
@@ -391,18 +383,9 @@ def _along_axis(x, indices, axis, op: str, broadcast_x: bool = True):
     if batch is None or (not broadcast_x and batch != outer[0]):
         raise ValueError(f"{op}: indices of shape {tuple(ind.shape)} do not broadcast against {short(x)} "
                          f"outside axis {axis}")
-    perm = tuple(d for d in range(x.ndim) if d != axis) + (axis,)
-    xt = broadcast_to_shape(S.transpose(x, perm), batch + (n,))
-    if host:
-        ind = np.broadcast_to(np.transpose(_check_host(ind, n, axis, None), perm), batch + (m,))
-    else:
-        ind = broadcast_to_shape(S.transpose(ind, perm), batch + (m,))
-    comps = [(ind, n)]
-    return xt, _index_array(comps, batch + (m,)), len(batch), perm, comps, x
-
-
-def _inverse(perm):
-    return tuple(int(i) for i in np.argsort(perm))
+    ind = _check_host(ind, x.shape[axis], axis, None) if host else ind
+    return x, tuple(ind if d == axis else np.arange(n).reshape((-1,) + (1,) * (x.ndim - 1 - d))
+                    for d, n in enumerate(x.shape))
 
 
 def take_along_axis(x, indices, /, *, axis: int | None = -1, mode: str | None = None, fill_value=None) -> Array:
@@ -414,10 +397,7 @@ def take_along_axis(x, indices, /, *, axis: int | None = -1, mode: str | None = 
         >>> fnp.take_along_axis(x, fnp.asarray([[0, 2, 1], [1, 2, 0]]), axis=1).tolist()
         [[10.0, 20.0, 30.0], [40.0, 50.0, 60.0]]
     """
-    xt, index_array, nb, perm, comps, _ = _along_axis(x, indices, axis, "take_along_axis")
-    out = gather(xt, index_array, axes=(nb,), batch_dims=nb, mode=_default_mode(comps, mode, "clip"),
-                 fill_value=fill_value)
-    return S.transpose(out, _inverse(perm))
+    return getitem(*_along_axis(x, indices, axis, "take_along_axis"), mode, fill_value)
 
 
 def put_along_axis(x, indices, values, /, *, axis: int | None, mode: str | None = None) -> Array:
@@ -430,14 +410,8 @@ def put_along_axis(x, indices, values, /, *, axis: int | None, mode: str | None 
         [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
     """
     shape = _arr(x).shape
-    xt, index_array, nb, perm, comps, x = _along_axis(x, indices, axis, "put_along_axis", broadcast_x=False)
-    inv = _inverse(perm)
-    target = tuple(index_array.shape[:-1])
-    v = _arr(values)
-    v = v if v.dtype == x.dtype else E.convert_element_type(v, x.dtype)
-    v = S.transpose(broadcast_to_shape(v, tuple(target[i] for i in inv)), perm)
-    out = scatter(xt, index_array, v, axes=(nb,), batch_dims=nb, mode=_default_mode(comps, mode, "fill"))
-    return S.reshape(S.transpose(out, inv), shape)
+    flat, index = _along_axis(x, indices, axis, "put_along_axis", broadcast_x=False)
+    return S.reshape(_update(flat, index, values, "set", mode, "put_along_axis"), shape)
 
 
 # ------------------------------------------------------------------------------------- data-dependent shapes

@@ -1,7 +1,5 @@
 """The array API inspection namespace: ``flfun.numpy.__array_namespace_info__()`` tells array-API consumers which
 capabilities, devices and dtypes flfun has (complex dtypes are not supported)."""
-from __future__ import annotations
-
 from flfun import dtypes
 
 __all__ = ["__array_namespace_info__"]

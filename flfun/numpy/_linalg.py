@@ -4,8 +4,6 @@ Every contraction lowers to one ``dot_general`` per operand pair (plus transpose
 so it runs as BLAS matmuls and differentiates and batches through dot_general's rules. Broadcast batch
 dimensions become free dimensions of the contraction instead of being materialised.
 """
-from __future__ import annotations
-
 import collections
 import itertools
 import string

@@ -2,8 +2,6 @@
 flip, roll, broadcasting, astype, result_type, ... Each is a few shape primitives, so all work under every
 transform. Arrays are immutable: ``copy`` arguments are accepted but never observable.
 """
-from __future__ import annotations
-
 import builtins
 import operator
 from typing import Sequence
@@ -433,11 +431,8 @@ def roll(x, /, shift, axis=None) -> Array:
     shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
     if shifts.ndim > 1 or shifts.dtype.kind not in "iu" or axes.dtype.kind not in "iu":
         raise ValueError(f"roll: shift and axis must be ints or 1-D sequences of ints, got {shift!r}, {axis!r}")
-    total = {}
     for s, a in zip(shifts.ravel().tolist(), axes.ravel().tolist()):
         a = canonical_axis(a, x.ndim, "roll")
-        total[a] = total.get(a, 0) + s
-    for a, s in total.items():
         n = x.shape[a]
         s = s % n if n else 0
         if s:

@@ -1,6 +1,4 @@
 """Type promotion for ``flfun.numpy``: Python scalars are weak, arrays promote by the array-API table."""
-from __future__ import annotations
-
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Tracer, is_weak, to_array

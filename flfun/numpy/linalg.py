@@ -5,8 +5,6 @@ Provided: the whole 2024.12 extension for real floats (decompositions through ``
 matrices), plus numpy's norm and matrix_power. Not provided: eig, eigvals, lstsq, tensorinv, tensorsolve, cond,
 multi_dot.
 """
-from __future__ import annotations
-
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
