@@ -88,8 +88,7 @@ class Handle:
             self.ptr = ctypes.c_void_p()
             _check(self.lib.cublasCreate_v2(ctypes.byref(self.ptr)), "cublasCreate")
             self.workspace = cupy.empty(WORKSPACE_BYTES, dtype=cupy.uint8)
-        self.stream = None
-        self.math = None
+        self.stream = self.math = None
         self.one = {np.dtype(np.float32): ctypes.c_float(1.0), np.dtype(np.float64): ctypes.c_double(1.0)}
         self.zero = {np.dtype(np.float32): ctypes.c_float(0.0), np.dtype(np.float64): ctypes.c_double(0.0)}
 
@@ -143,14 +142,11 @@ def layout(shape, strides, itemsize):
 
 def _batch_stride(x, nbatch: int):
     """The single element stride of ``x``'s leading ``nbatch`` dims seen as one, or ``None``."""
-    if nbatch == 0:
-        return 0
     dims = [(n, s) for n, s in zip(x.shape[:nbatch], x.strides[:nbatch]) if n != 1]
     if not dims:
         return 0
-    for (_, s1), (n2, s2) in itertools.pairwise(dims):
-        if s1 != s2 * n2:
-            return None
+    if any(s1 != s2 * n2 for (_, s1), (n2, s2) in itertools.pairwise(dims)):
+        return None
     s = dims[-1][1]
     return None if s % x.itemsize else s // x.itemsize
 
@@ -158,11 +154,8 @@ def _batch_stride(x, nbatch: int):
 def gemm(cp, a, b, c, tf32: bool) -> None:
     """``c[...] = a @ b`` for row-major ``c`` of shape ``(*B, M, N)`` (C-contiguous), ``a`` ``(*B, M, K)`` and ``b``
     ``(*B, K, N)`` (any strides; copied when BLAS cannot read them). float32 / float64 only."""
-    dt = c.dtype
     *bshape, M, K = a.shape
-    N = b.shape[-1]
-    nb = len(bshape)
-    batch = prod(bshape)
+    dt, N, nb, batch = c.dtype, b.shape[-1], len(bshape), prod(bshape)
     if M == 0 or N == 0 or batch == 0:
         return
     if K == 0:
@@ -177,18 +170,16 @@ def gemm(cp, a, b, c, tf32: bool) -> None:
         b = cp.ascontiguousarray(b)
         lb, sb = ("row", N), K * N
     # column-major view: C^T (N x M) = B^T (N x K) @ A^T (K x M)
-    op_b, ld_b = (OP_N, lb[1]) if lb[0] == "row" else (OP_T, lb[1])
-    op_a, ld_a = (OP_N, la[1]) if la[0] == "row" else (OP_T, la[1])
+    (op_a, ld_a), (op_b, ld_b) = ((OP_N if order == "row" else OP_T, ld) for order, ld in (la, lb))
     h = handle(cp, c.device.id)
     h.prepare(tf32 and dt == np.float32)
     one, zero = ctypes.byref(h.one[dt]), ctypes.byref(h.zero[dt])
-    lib = h.lib
     if batch == 1:
-        fn = lib.cublasSgemm_v2 if dt == np.float32 else lib.cublasDgemm_v2
+        fn = h.lib.cublasSgemm_v2 if dt == np.float32 else h.lib.cublasDgemm_v2
         _check(fn(h.ptr, op_b, op_a, N, M, K, one, b.data.ptr, ld_b, a.data.ptr, ld_a, zero, c.data.ptr, N),
                "gemm")
         return
-    fn = lib.cublasSgemmStridedBatched if dt == np.float32 else lib.cublasDgemmStridedBatched
+    fn = h.lib.cublasSgemmStridedBatched if dt == np.float32 else h.lib.cublasDgemmStridedBatched
     _check(fn(h.ptr, op_b, op_a, N, M, K, one, b.data.ptr, ld_b, sb, a.data.ptr, ld_a, sa, zero, c.data.ptr, N,
               M * N, batch), "strided batched gemm")
 

@@ -18,7 +18,6 @@ The device operations go through an ``api`` object (``CupyGraphAPI`` on a GPU; t
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -48,7 +47,6 @@ class GraphRunner:
         self.staged: dict = {}
         self.failed: str | None = None
         self.captures = self.launches = 0
-        self._lock = threading.Lock()
 
     @property
     def status(self) -> str:
@@ -79,24 +77,27 @@ class GraphRunner:
             return self._capture_staged(args, extra)     # input buffers keep changing: copy into our own
         with self.api.capture_conditions():
             outs = self.run(*args)                        # compiles every kernel the capture will record
-        try:
-            self.graphs[key] = self._capture(args, pinned=True)
-        except CaptureError as e:
-            self.failed = str(e)
-            return outs
-        if len(self.graphs) > MAX_GRAPHS:
-            self.graphs.popitem(last=False)
+        cap = self._capture(args, pinned=True)
+        if cap is not None:
+            self.graphs[key] = cap
+            if len(self.graphs) > MAX_GRAPHS:
+                self.graphs.popitem(last=False)
         return outs
 
-    def _capture(self, args: list, pinned: bool) -> _Captured:
-        graph, outs, keep = self.api.capture(lambda: self.run(*args), args)
+    def _capture(self, args: list, pinned: bool) -> _Captured | None:
+        """The graph of ``run(*args)``, or ``None`` when capture fails (``failed`` says why; no more tries)."""
+        try:
+            graph, outs, keep = self.api.capture(lambda: self.run(*args), args)
+        except CaptureError as e:
+            self.failed = str(e)
+            return None
         self.captures += 1
         slots = []
         for o in outs:
             k = next((k for k, a in enumerate(args) if o is a), None)
             slots.append((k, None) if pinned and k is not None and k in self.donated else (None, o))
         keep = list(keep) + [self.api.pin(a) for a in args]
-        return _Captured(graph, slots, keep)
+        return _Captured(graph, slots, keep, None if pinned else args)
 
     def _capture_staged(self, args: list, extra) -> list:
         staging = [self.api.empty_like(a) for a in args]
@@ -104,13 +105,9 @@ class GraphRunner:
             self.api.copy_into(buf, a)
         with self.api.capture_conditions():
             outs = [self.api.copy(o) for o in self.run(*staging)]    # outputs may be views of the staging
-        try:
-            cap = self._capture(staging, pinned=False)
-        except CaptureError as e:
-            self.failed = str(e)
-            return outs
-        cap.staging = staging
-        self.staged[extra] = cap
+        cap = self._capture(staging, pinned=False)
+        if cap is not None:
+            self.staged[extra] = cap
         return outs
 
     def _replay(self, cap: _Captured, args: list) -> list:

@@ -13,13 +13,9 @@ import numpy as np
 def default_fill(dtype):
     """gather's default ``fill_value``: NaN, the signed minimum, the unsigned maximum, or True."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return np.nan
-    if dtype.kind == "i":
-        return np.iinfo(dtype).min
-    if dtype.kind == "u":
-        return np.iinfo(dtype).max
-    return True
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min if dtype.kind == "i" else np.iinfo(dtype).max
+    return np.nan if dtype.kind == "f" else True
 
 
 _WIDER = {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "uint32", "uint16": "uint32",

@@ -21,7 +21,7 @@ def impls(xp) -> dict:
         return xp.broadcast_to(r.reshape([n if d == dimension else 1 for d, n in enumerate(shape)]), shape)
 
     def slice_(x, *, start_indices, limit_indices, strides):
-        return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
+        return x[tuple(map(slice, start_indices, limit_indices, strides))]
 
     def window(x_shape, idx, sizes):
         """Slices of the window at ``idx``, each start clamped into ``[0, dim - size]`` like lax."""
