@@ -41,6 +41,8 @@ def _collective(name: str, abstract_eval=None, *, transpose=None, batch=None, di
     def batch_rule(frame, args, dims, *, axes, **params):
         (x,), (d,) = args, dims
         if frame.name in axes:
+            member = x.shape if d is not_mapped else x.shape[:d] + x.shape[d + 1:]
+            p.abstract_eval(ShapedArray(member, x.dtype), axes=axes, **params)    # pmap's checks, on one member
             return batch(frame, x, d, axes=axes, **params)
         if not dim_params:
             return p.bind(x, axes=axes, **params), d
@@ -335,6 +337,8 @@ def axis_index(axis_name):
         [0, 1, 2]
     """
     names = _axes(axis_name)
+    if not names:
+        raise ValueError(f"axis_index: axis_name must name at least one mapped axis, got {axis_name!r}")
     out = bind(axis_index_p, axes=(names[0],))
     for name in names[1:]:
         out = E.add(E.mul(out, S.full((), axis_size(name), dtypes.int32)), bind(axis_index_p, axes=(name,)))
