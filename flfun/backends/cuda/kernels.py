@@ -15,6 +15,11 @@ def build(group: FusionGroup) -> Callable:
     ks = kernel_source(group)
     reshape = [(k, s) for k, (v, s) in enumerate(zip(group.inputs, group.in_shapes)) if v.aval.shape != s]
     out_avals = [(v.aval.shape, v.aval.dtype) for v in group.outputs]
+
+    def buffers(out) -> list:
+        """The output buffers: ``out``'s where given, else new ones."""
+        return [cp.empty(s, d) if out is None or out[j] is None else out[j] for j, (s, d) in enumerate(out_avals)]
+
     if group.reduction is None:
         kern = cp.ElementwiseKernel(ks.in_params, ks.out_params, ks.body, ks.name)
 
@@ -23,8 +28,7 @@ def build(group: FusionGroup) -> Callable:
                 ins = list(ins)
                 for k, s in reshape:
                     ins[k] = ins[k].reshape(s)
-            outs = [cp.empty(s, d) if out is None or out[j] is None else out[j]
-                    for j, (s, d) in enumerate(out_avals)]
+            outs = buffers(out)
             kern(*ins, *outs)
             return outs
         return impl
@@ -32,13 +36,10 @@ def build(group: FusionGroup) -> Callable:
     kern = cp.ReductionKernel(ks.in_params, ks.out_params, ks.map_expr, ks.reduce_expr, ks.body, ks.identity,
                               ks.name, reduce_type=ks.reduce_type, preamble=ks.preamble)
     axes, shape = tuple(group.reduction.params["axes"]), group.shape
-    (oshape, odtype), = out_avals
 
     def reduce_impl(*ins, out=None):
         ins = [cp.broadcast_to(x.reshape(s), shape) for x, s in zip(ins, group.in_shapes)]
-        o = None if out is None else out[0]
-        if o is None:
-            o = cp.empty(oshape, odtype)
+        o, = buffers(out)
         kern(*ins, axis=axes, out=o)
         return [o]
     return reduce_impl
