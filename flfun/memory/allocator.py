@@ -553,11 +553,12 @@ def _divisions_fn(spec):
     if callable(spec):
         return spec
     if spec is None or _is_int(spec):
-        if spec and (spec < 0 or (spec > 1 and spec & (spec - 1))):
-            raise ValueError(f"roundup_power2_divisions: expected 0, 1 or a power of two, got {spec!r}")
         spec = {0: spec or 0}
-    if not isinstance(spec, dict):
+    if not isinstance(spec, dict) or not all(_is_int(k) and _is_int(v) for k, v in spec.items()):
         raise ValueError(f"roundup_power2_divisions: expected an int, dict or callable, got {spec!r}")
+    for v in spec.values():
+        if v < 0 or (v > 1 and v & (v - 1)):    # other divisions would give blocks off the 64-byte alignment
+            raise ValueError(f"roundup_power2_divisions: expected 0, 1 or a power of two, got {v!r}")
     table = sorted((int(k), int(v)) for k, v in spec.items())
     return lambda size: next((v for k, v in reversed(table) if size >= k), 0)
 
