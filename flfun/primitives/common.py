@@ -115,6 +115,8 @@ def moveaxis_to_front(x, bdim, size: int):
 
 
 def moveaxis(x, src: int, dst: int):
+    if src == dst:
+        return x
     perm = [i for i in range(len(x.shape)) if i != src]
     perm.insert(dst, src)
     return _S.transpose(x, tuple(perm))
@@ -130,7 +132,8 @@ def broadcasting_batch(prim: Primitive) -> Callable:
         for a, d in zip(args, dims):
             if d is not not_mapped:
                 a = moveaxis(a, d, 0)
-                a = _S.reshape(a, (a.shape[0],) + (1,) * (rank + 1 - len(a.shape)) + tuple(a.shape[1:]))
+                if len(a.shape) <= rank:
+                    a = _S.reshape(a, (a.shape[0],) + (1,) * (rank + 1 - len(a.shape)) + tuple(a.shape[1:]))
             new_args.append(a)
         return prim.bind(*new_args, **params), 0
     return rule
@@ -173,8 +176,11 @@ def unbroadcast(ct, aval):
 
 def broadcast_to_shape(x, shape: Sequence[int]):
     """numpy-style broadcast of ``x`` to ``shape`` via broadcast_in_dim (a no-op when shapes match)."""
+    shape = tuple(shape)
+    if tuple(x.shape) == shape:
+        return x
     lead = len(shape) - len(x.shape)
-    return _S.broadcast_in_dim(x, shape, range(lead, len(shape)))
+    return _S.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 
 def linear_jvp(prim: Primitive, nlinear: int | None = None) -> Callable:

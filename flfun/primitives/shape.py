@@ -45,7 +45,8 @@ def full(shape, fill_value, dtype):
         fill_value = to_array(fill_value, dtype)
     elif fill_value.dtype != dtype:
         fill_value = E.convert_element_type(fill_value, dtype)
-    return broadcast_in_dim(fill_value, shape, ())
+    shape = tuple(shape)
+    return fill_value if shape == () and fill_value.shape == () else broadcast_in_dim(fill_value, shape, ())
 
 
 # -------------------------------------------------------------------------------------------- broadcast_in_dim
@@ -291,10 +292,9 @@ def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
                         f"{strides} must each have one entry per dimension of {short(x)}")
     if any(st < 1 for st in strides):
         raise TypeError(f"slice: strides {strides} must be positive for {short(x)}")
-    for s, l, d in zip(start_indices, limit_indices, x.shape):
-        if not 0 <= s <= l <= d:
-            raise TypeError(f"slice: start_indices {start_indices} / limit_indices {limit_indices} are out of "
-                            f"bounds for {short(x)}")
+    if any(not 0 <= s <= l <= d for s, l, d in zip(start_indices, limit_indices, x.shape)):
+        raise TypeError(f"slice: start_indices {start_indices} / limit_indices {limit_indices} are out of "
+                        f"bounds for {short(x)}")
     shape = tuple((l - s + st - 1) // st for s, l, st in zip(start_indices, limit_indices, strides))
     return ShapedArray(shape, x.dtype, is_weak(x))
 
