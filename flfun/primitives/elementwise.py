@@ -151,6 +151,8 @@ sub_p = _binary("sub", jvp=_sum_rule(_ident, lambda t, *_: neg(t), lambda tx, ty
 def _sub_transpose(ct, x, y):
     return [unbroadcast(ct, x.aval) if is_undefined(x) else None,
             unbroadcast(neg(ct), y.aval) if is_undefined(y) else None]
+
+
 mul_p = _binary("mul", jvp=_sum_rule(lambda t, x, y, out: mul(t, y), lambda t, x, y, out: mul(x, t)), ints=True,
                 inplace=True)
 

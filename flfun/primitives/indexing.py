@@ -44,8 +44,7 @@ def _gather_shape(op: str, operand, indices, axes, batch_dims, mode) -> tuple[in
     if len(set(axes)) != len(axes) or any(not bd <= a < nd for a in axes):
         raise TypeError(f"{op}: axes {axes} must be distinct operand dims in [{bd}, {nd}) (not batch dims) "
                         f"for {short(operand)}")
-    rest = tuple(d for i, d in enumerate(operand.shape) if i >= bd and i not in axes)
-    return tuple(indices.shape[:-1]) + rest
+    return tuple(indices.shape[:-1]) + tuple(d for i, d in enumerate(operand.shape) if i >= bd and i not in axes)
 
 
 # ------------------------------------------------------------------------------------------------------- gather
