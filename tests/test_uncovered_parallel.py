@@ -2,6 +2,8 @@
 never reached: user-input errors (exact messages) and small features checked against a reference."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ import flfun as fl
 import flfun.numpy as fnp
 from flfun.backends.base import Device
 from flfun.devices import device_put, device_put_sharded, devices, local_devices, set_cpu_device_count
-from flfun.distributed import set_timeout
+from flfun.distributed import ThreadCommunicator, get_timeout, set_timeout
 from flfun.lax import all_to_all, axis_index, ppermute, psum_scatter
 from flfun.optim import sgd
 from flfun.optim_sharded import sharded
@@ -147,3 +149,26 @@ def test_multi_axis_collectives_match_a_reference():
     z = np.arange(72.0, dtype=np.float32).reshape(2, 3, 6, 2)
     out = fl.vmap(fl.vmap(lambda v: psum_scatter(v, ("i", "j")), axis_name="j"), axis_name="i")(z)
     np.testing.assert_allclose(np.asarray(out), z.sum((0, 1)).reshape(2, 3, 2))
+
+
+def test_set_timeout_applies_to_new_communicators():
+    before = get_timeout()
+    try:
+        set_timeout(12)
+        assert get_timeout() == 12.0 and ThreadCommunicator(2).timeout == 12.0
+    finally:
+        set_timeout(before)
+
+
+def test_pmap_without_threadpoolctl(monkeypatch):
+    """threadpoolctl is optional: without it BLAS threads are left alone and pmap still runs."""
+    from flfun.distributed import spmd
+    monkeypatch.setitem(sys.modules, "threadpoolctl", None)      # import fails
+    spmd._blas.cache_clear()
+    try:
+        w = np.arange(9.0, dtype=np.float32).reshape(3, 3)
+        out = pmap(lambda v: fnp.matmul(v, fnp.asarray(w)))(X)
+        np.testing.assert_allclose(np.asarray(out), X @ w)
+        assert spmd._blas() == []
+    finally:
+        spmd._blas.cache_clear()
