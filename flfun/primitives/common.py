@@ -39,7 +39,7 @@ def is_undefined(x) -> bool:
     return type(x) is UndefinedPrimal
 
 
-def instantiate(t, aval=None):
+def instantiate(t):
     """A real zeros array for a symbolic Zero (other values pass through)."""
     if type(t) is Zero:
         return _S.full(t.aval.shape, 0, t.aval.dtype)
@@ -49,8 +49,6 @@ def instantiate(t, aval=None):
 def tangent_aval(x) -> ShapedArray:
     """The aval of a tangent of ``x`` (an aval or a value): its shape and dtype, never weak."""
     return ShapedArray(x.shape, x.dtype)
-
-
 
 
 # -------------------------------------------------------------------------------------------------- shape rules

@@ -295,8 +295,7 @@ def conv_dimension_numbers(ndim: int, dimension_numbers) -> ConvDimensionNumbers
     three layout strings such as ``('NHWC', 'HWIO', 'NHWC')`` (``'...'`` stands for the spatial dims, as in
     ``('N...C', '...IO', 'N...C')``). Spatial dims are matched by letter, in the rhs spec's order."""
     if dimension_numbers is None:
-        iden = tuple(range(ndim))
-        return ConvDimensionNumbers(iden, iden, iden)
+        return ConvDimensionNumbers(*[tuple(range(ndim))] * 3)
     if isinstance(dimension_numbers, ConvDimensionNumbers):
         return ConvDimensionNumbers(*(tuple(int(d) for d in s) for s in dimension_numbers))
     specs = tuple(dimension_numbers) if isinstance(dimension_numbers, (tuple, list)) else ()
@@ -305,15 +304,13 @@ def conv_dimension_numbers(ndim: int, dimension_numbers) -> ConvDimensionNumbers
                          f"layout strings such as ('NCHW', 'OIHW', 'NCHW'), got {dimension_numbers!r}")
     digits = "".join(str(i) for i in range(ndim - 2))
     specs = tuple(s.replace("...", digits) for s in specs)
-    perms = []
+    perms, order = [], [c for c in specs[1] if c not in "OI"]   # the spatial letters, in the rhs spec's order
     for s, (a, b) in zip(specs, (("N", "C"), ("O", "I"), ("N", "C"))):
-        spatial = [c for c in s if c not in (a, b)]
         if (len(s) != ndim or len(set(s)) != ndim or a not in s or b not in s
-                or sorted(spatial) != sorted(c for c in specs[1] if c not in "OI")):
+                or sorted(c for c in s if c not in (a, b)) != sorted(order)):
             raise ValueError(f"conv_general_dilated: dimension_numbers {dimension_numbers!r} is not a valid "
                              f"layout for rank-{ndim} operands (need {a}, {b} and the same spatial letters in "
                              f"all three specs)")
-        order = [c for c in specs[1] if c not in "OI"]
         perms.append((s.index(a), s.index(b)) + tuple(s.index(c) for c in order))
     return ConvDimensionNumbers(*perms)
 
