@@ -317,18 +317,15 @@ def linspace(start, stop, /, num: int = 50, *, dtype=None, device=None, endpoint
     dt = None if dtype is None else dtypes.canonicalize(dtype)
     a, b = _float_operands("linspace", start, stop, dtype=dt)
     shape = tuple(np.broadcast_shapes(a.shape, b.shape))
-    a, b = broadcast_to_shape(a, shape), broadcast_to_shape(b, shape)
     out_shape = (num, *shape)
-
-    def along(v):
-        return lax_shape.broadcast_in_dim(v, out_shape, tuple(range(1, len(out_shape))))
     div = num - 1 if endpoint else num
     delta = lax.sub(b, a)
     step = lax.div(delta, lax_shape.full((), div, a.dtype)) if div > 0 else lax_shape.full(shape, np.nan, a.dtype)
-    out = lax.add(along(a), lax.mul(lax_shape.iota(a.dtype, out_shape, 0), along(step if div > 0 else delta)))
+    increment = broadcast_to_shape(step if div > 0 else delta, out_shape)
+    out = lax.add(broadcast_to_shape(a, out_shape), lax.mul(lax_shape.iota(a.dtype, out_shape, 0), increment))
     if endpoint and num > 1:
         last = lax.eq(lax_shape.iota(dtypes.DEFAULT_INT, out_shape, 0), lax_shape.full((), num - 1, "int64"))
-        out = lax.select(last, along(b), out)
+        out = lax.select(last, broadcast_to_shape(b, out_shape), out)
     if axis != 0:
         from flfun.numpy._manipulation import moveaxis
         out = moveaxis(out, 0, axis)

@@ -4,6 +4,8 @@
 Static slices, ints and ``None`` become slice / rev / reshape; integer arrays and traced scalar indices become one
 ``gather`` (or ``scatter``), placed by numpy's rule for advanced indices. Boolean masks need concrete values.
 """
+from typing import NamedTuple
+
 import numpy as np
 
 from flfun import dtypes
@@ -293,11 +295,9 @@ class IndexUpdateHelper:
         return f"IndexUpdateHelper({self.array!r})"
 
 
-class _IndexUpdateRef:
-    __slots__ = ("array", "index")
-
-    def __init__(self, array, index):
-        self.array, self.index = array, index
+class _IndexUpdateRef(NamedTuple):
+    array: Array
+    index: object
 
     def get(self, *, mode: str | None = None, fill_value=None) -> Array:
         return getitem(self.array, self.index, mode, fill_value)
@@ -316,9 +316,6 @@ class _IndexUpdateRef:
     set, add, multiply, min, max = (_op("set", "set"), _op("add", "add"), _op("mul", "multiply"), _op("min", "min"),
                                     _op("max", "max"))
     divide, power, mul = _op("mul", "divide", E.div), _op("set", "power", E.pow), multiply
-
-    def __repr__(self):
-        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
     del _op
 

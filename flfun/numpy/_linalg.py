@@ -232,36 +232,33 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None) -> Arr
 
 # ------------------------------------------------------------------------------------------------------ einsum
 def _parse_einsum(subscripts: str, ranks: list[int]) -> tuple[list[list[str]], list[str]]:
-    s = subscripts.replace(" ", "")
-    ins, arrow, out = s.partition("->")
+    ins, arrow, out = subscripts.replace(" ", "").partition("->")
     specs = ins.split(",")
     if len(specs) != len(ranks):
         raise ValueError(f"einsum: subscripts {subscripts!r} name {len(specs)} operands but {len(ranks)} were given")
     if "->" in out or any(c not in ".," + string.ascii_letters for c in ins + out):
         raise ValueError(f"einsum: invalid subscripts {subscripts!r} (use letters, ',', '->' and '...')")
     ell_pool = [chr(0x3B1 + i) for i in range(64)]    # stand-ins for the ellipsis dims (never letters a-zA-Z)
-    n_ell, labels = [], []
+    labels = []
     for spec, r in zip(specs, ranks):
-        if spec.count("...") > 1 or spec.replace("...", "").count(".") or ("..." not in spec and len(spec) != r) \
-                or len(spec.replace("...", "")) > r:
+        named = spec.replace("...", "")
+        if spec.count("...") > 1 or "." in named or ("..." not in spec and len(spec) != r) or len(named) > r:
             raise ValueError(f"einsum: subscripts {spec!r} do not fit an operand of rank {r}")
-        n_ell.append(r - len(spec.replace("...", "")) if "..." in spec else 0)
-    m = max(n_ell, default=0)
-    for spec, k in zip(specs, n_ell):
-        head, _, tail = spec.partition("...")
-        labels.append(list(head) + (ell_pool[m - k:m] if "..." in spec else []) + list(tail))
+        head, _, tail = spec.partition("...")       # ellipsis dims take the last stand-ins: they align right
+        labels.append(list(head) + ell_pool[len(ell_pool) - r + len(named):] + list(tail))
+    ell_pool = [c for c in ell_pool if any(c in lab for lab in labels)]
     if arrow:
         if out.count("...") > 1 or out.replace("...", "").count("."):
             raise ValueError(f"einsum: invalid output subscripts {out!r}")
         head, _, tail = out.partition("...")
-        out_labels = list(head) + (ell_pool[:m] if "..." in out else []) + list(tail)
+        out_labels = list(head) + (ell_pool if "..." in out else []) + list(tail)
         seen = [c for spec in labels for c in spec]
         for c in out_labels:
             if out_labels.count(c) > 1 or c not in seen:
                 raise ValueError(f"einsum: output label {c!r} in {subscripts!r} is repeated or not an input label")
     else:
         counts = collections.Counter(c for spec in labels for c in spec)
-        out_labels = ell_pool[:m] + sorted(c for c, n in counts.items() if n == 1 and c not in ell_pool)
+        out_labels = ell_pool + sorted(c for c, n in counts.items() if n == 1 and c not in ell_pool)
     return labels, out_labels
 
 

@@ -112,8 +112,7 @@ def matrix_transpose(x, /) -> Array:
     x = _arr(x)
     if x.ndim < 2:
         raise ValueError(f"matrix_transpose: x must have at least 2 dimensions, got {short(x)}")
-    perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
-    return lax_shape.transpose(x, perm)
+    return swapaxes(x, -1, -2)
 
 
 def _axis_list(axis, ndim, op):

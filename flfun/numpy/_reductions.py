@@ -9,6 +9,7 @@ import builtins
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import _state, short, wrap
+from flfun.numpy._elementwise import _to_bool, isnan
 from flfun.numpy._promote import asarray_like, promote, to_float
 from flfun.primitives import elementwise as lax, reduce as lax_reduce, shape as lax_shape
 from flfun.util import canonical_axes, canonical_axis, prod as _size
@@ -50,11 +51,6 @@ def _accumulator_dtype(x, dtype):
 
 def _cast(x, dtype):
     return x if x.dtype == dtype else lax.convert_element_type(x, dtype)
-
-
-def _as_bool(x):
-    x = asarray_like(x)
-    return x if x.dtype == dtypes.bool_ else lax.ne(x, _scalar(0, x.dtype))
 
 
 def _count(x, axes) -> int:
@@ -274,7 +270,7 @@ def all(x, /, *, axis=None, keepdims: bool = False) -> Array:
 
 
 def _bool_reduce(op, fn, x, axis, keepdims):
-    x = _as_bool(x)
+    x = _to_bool(x)
     axes = _axes(op, axis, len(x.shape))
     return _keep(x, fn(x, axes), axes, keepdims)
 
@@ -287,7 +283,7 @@ def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.count_nonzero(fnp.asarray([[0, 1], [2, 3]]), axis=1).tolist()
         [1, 2]
     """
-    return sum(_as_bool(x), axis=axis, keepdims=keepdims)
+    return sum(_to_bool(x), axis=axis, keepdims=keepdims)
 
 
 # ------------------------------------------------------------------------------------------------------ scans
@@ -387,14 +383,10 @@ def average(a, /, axis=None, weights=None, returned: bool = False, *, keepdims: 
 
 
 # ------------------------------------------------------------------------------------------ nan-ignoring forms
-def _isnan(x):
-    return lax.ne(x, x)
-
-
 def _fill_nan(x, value):
     """``x`` (as an array) with NaN replaced by ``value`` (non-float arrays as they are)."""
     x = asarray_like(x)
-    return lax.select(_isnan(x), lax_shape.full(x.shape, value, x.dtype), x) if dtypes.is_float(x.dtype) else x
+    return lax.select(isnan(x), lax_shape.full(x.shape, value, x.dtype), x) if dtypes.is_float(x.dtype) else x
 
 
 def nansum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
@@ -423,7 +415,7 @@ def nanmean(x, /, *, axis=None, keepdims: bool = False) -> Array:
     """
     x = to_float(x)
     total = nansum(x, axis=axis, keepdims=keepdims)
-    count = sum(lax.not_(_isnan(x)), axis=axis, keepdims=keepdims)
+    count = sum(lax.not_(isnan(x)), axis=axis, keepdims=keepdims)
     return lax.div(total, lax.convert_element_type(count, x.dtype))
 
 
@@ -432,7 +424,7 @@ def _nan_extremum(op, reduce_fn, fill, x, axis, keepdims):
     if not dtypes.is_float(x.dtype):
         return _extremum(op, reduce_fn, None, x, axis, keepdims, None)
     out = _extremum(op, reduce_fn, None, _fill_nan(x, fill), axis, keepdims, None)
-    all_nan = all(_isnan(x), axis=axis, keepdims=keepdims)
+    all_nan = all(isnan(x), axis=axis, keepdims=keepdims)
     return lax.select(all_nan, lax_shape.full(out.shape, float("nan"), out.dtype), out)
 
 

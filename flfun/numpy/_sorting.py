@@ -8,17 +8,14 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.numpy._creation import asarray
+from flfun.numpy._manipulation import _arr
 from flfun.primitives import shape as lax
 from flfun.primitives.elementwise import eq, le, lt, ne, sub
 from flfun.util import canonical_axis
 
 
-def _as_array(x) -> Array:
-    return x if isinstance(x, Array) else asarray(x)
-
-
 def _prepare(op: str, x, axis):
-    x = _as_array(x)
+    x = _arr(x)
     if x.ndim == 0:
         raise ValueError(f"{op}: x must have at least one dimension, got a 0-d array")
     return x, canonical_axis(axis, x.ndim, op)
@@ -69,7 +66,7 @@ def lexsort(keys: Sequence, axis: int = -1) -> Array:
         >>> fnp.lexsort([fnp.asarray([1, 0, 2]), fnp.asarray([0, 0, 1])]).tolist()   # by 2nd key, then 1st
         [1, 0, 2]
     """
-    keys = [_as_array(k) for k in keys]
+    keys = [_arr(k) for k in keys]
     if not keys:
         raise ValueError("lexsort: keys must contain at least one array")
     if any(k.shape != keys[0].shape for k in keys):
@@ -130,7 +127,7 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
     from flfun.numpy._reductions import sum as _sum
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    a, v = promote("searchsorted", _as_array(x1), x2)
+    a, v = promote("searchsorted", _arr(x1), x2)
     if a.ndim != 1:
         raise ValueError(f"searchsorted: x1 must be 1-d, got {a.ndim}-d")
     a = a if sorter is None else take(a, sorter)
@@ -141,21 +138,10 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
     return _sum(before, axis=-1)
 
 
-class UniqueAllResult(NamedTuple):
-    values: Array
-    indices: Array
-    inverse_indices: Array
-    counts: Array
-
-
-class UniqueCountsResult(NamedTuple):
-    values: Array
-    counts: Array
-
-
-class UniqueInverseResult(NamedTuple):
-    values: Array
-    inverse_indices: Array
+UniqueAllResult = NamedTuple("UniqueAllResult", [("values", Array), ("indices", Array), ("inverse_indices", Array),
+                                                 ("counts", Array)])
+UniqueCountsResult = NamedTuple("UniqueCountsResult", [("values", Array), ("counts", Array)])
+UniqueInverseResult = NamedTuple("UniqueInverseResult", [("values", Array), ("inverse_indices", Array)])
 
 
 def unique_all(x, /) -> UniqueAllResult:
