@@ -8,6 +8,7 @@ with ``chain`` (e.g. gradient clipping before AdamW). SGD, Adam and AdamW follow
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -49,7 +50,7 @@ class ChainState(NamedTuple):
 
 def _check_positive(fn: str, allow_zero: bool = True, **values) -> None:
     for name, value in values.items():
-        if not callable(value) and (not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0
+        if not callable(value) and (not isinstance(value, numbers.Real) or isinstance(value, bool) or value < 0
                                     or (not allow_zero and value == 0)):
             raise ValueError(f"{fn}: {name} must be a {'non-negative' if allow_zero else 'positive'} number, "
                              f"got {value!r}")
@@ -267,7 +268,7 @@ def step_schedule(init_value: float, step_size: int, gamma: float = 0.1) -> Sche
 
         >>> sched = step_schedule(0.1, step_size=30, gamma=0.1)
     """
-    if not isinstance(step_size, int) or step_size <= 0:
+    if not isinstance(step_size, numbers.Integral) or step_size <= 0:
         raise ValueError(f"step_schedule: step_size must be a positive int, got {step_size!r}")
 
     def schedule(step):

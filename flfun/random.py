@@ -290,7 +290,10 @@ def randint(key: Array, shape: Sequence[int], minval, maxval, dtype=np.int64) ->
     """
     key, shape, dt = _args(key, shape, dtype, "randint", "iu")
     ut = np.dtype(f"uint{max(dt.itemsize * 8, 32)}")
-    minval, maxval = fnp.asarray(minval, dtype=dt), fnp.asarray(maxval, dtype=dt)
+    try:
+        minval, maxval = fnp.asarray(minval, dtype=dt), fnp.asarray(maxval, dtype=dt)
+    except OverflowError:
+        raise ValueError(f"randint: minval {minval} and maxval {maxval} must fit in {dt}") from None
     hi_bits, lo_bits = (bits(k, shape, ut) for k in split(key))
     span = fnp.where(maxval <= minval, ut.type(1), lax.convert_element_type(maxval - minval, ut))
     mult = lax.rem(ut.type(2 ** (ut.itemsize * 4)), span)
@@ -350,11 +353,11 @@ def choice(key: Array, n: int, shape: Sequence[int] = (), replace: bool = True) 
         >>> idx = flfun.random.choice(flfun.random.key(0), 100, (8,), replace=False)
     """
     shape = _canonical_shape(shape, "choice")
+    size = prod(shape)
+    if size > n and (n <= 0 or not replace):
+        raise ValueError(f"choice: cannot draw {size} values from {n}{'' if replace else ' without replacement'}")
     if replace:
         return randint(key, shape, 0, n)
-    size = prod(shape)
-    if size > n:
-        raise ValueError(f"choice: cannot draw {size} values from {n} without replacement")
     return lax.reshape(lax.slice(permutation(key, n), (0,), (size,)), shape)
 
 

@@ -105,7 +105,7 @@ def _short_repr(v) -> str:
         return short(v)
     if isinstance(v, (list, tuple)) and any(isinstance(e, Module) for e in v):
         inner = ", ".join(_short_repr(e) for e in v)
-        return f"[{inner}]" if isinstance(v, list) else f"({inner})"
+        return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
     if callable(v) and hasattr(v, "__name__"):
         return v.__name__
     return repr(v)
