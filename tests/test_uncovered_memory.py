@@ -2,7 +2,10 @@
 user-input errors (exact messages) and small features checked against a reference."""
 from __future__ import annotations
 
+import gc
 import json
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -121,3 +124,31 @@ def test_plan_offsets_and_check_errors():
     buf.offset = plan.arena_bytes
     with pytest.raises(ValueError, match=f"MemoryPlan: buffer {buf.id} ends past the arena"):
         plan.check()
+
+
+def test_record_and_profile_from_several_threads(monkeypatch):
+    """Device threads (pmap) call the instrumented impls at once: every call is counted once and the shadow
+    allocator of ``record`` is never corrupted (it used to raise from finalizers and lose counts)."""
+    errors = []
+    monkeypatch.setattr(sys, "unraisablehook", errors.append)
+    old = sys.getswitchinterval()
+    x = fnp.ones(3)
+
+    def work():
+        for _ in range(500):
+            fnp.sin(x)
+    sys.setswitchinterval(1e-6)       # switch threads as often as possible
+    try:
+        with fl.profile(trace=False) as prof, memory.record() as trace:
+            threads = [threading.Thread(target=work) for _ in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        gc.collect()
+    finally:
+        sys.setswitchinterval(old)
+    assert errors == [] and prof.ops["sin"].calls == 2000
+    ids = [e.id for e in trace.events if e.kind == "alloc"]
+    assert len(ids) == len(set(ids)) == 2000
+    assert sorted(e.id for e in trace.events if e.kind == "free") == sorted(ids)

@@ -12,6 +12,7 @@ import gc
 import gzip
 import json
 import pickle
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from flfun.memory.allocator import Allocator, CachingAllocator, _figure, _fmt
 # ------------------------------------------------------------------------------------------ impl instrumentation
 _listeners: list = []
 _saved: dict = {}   # (prim, backend) -> (original impl, our wrapper)
+_lock = threading.RLock()   # listeners are called from every device thread (and frees from finalizers)
 
 
 def _wrap(prim, impl: Callable) -> Callable:
@@ -35,8 +37,9 @@ def _wrap(prim, impl: Callable) -> Callable:
         out = impl(*args, **params)
         t1 = clock()
         fresh = () if "out" in params else _fresh_buffers(args, out if multiple else (out,))
-        for listener in _listeners:
-            listener.on_call(name, t0, t1, fresh, out)
+        with _lock:
+            for listener in _listeners:
+                listener.on_call(name, t0, t1, fresh, out)
         return out
 
     instrumented.__wrapped__ = impl
@@ -195,10 +198,11 @@ class _Recorder:
                 self.on_free(i, block)
 
     def on_free(self, i: int, block) -> None:
-        self.finalizers.pop(i, None)
-        self.trace.free(i)
-        if block is not None:
-            self.shadow.free(block)
+        with _lock:
+            self.finalizers.pop(i, None)
+            self.trace.free(i)
+            if block is not None:
+                self.shadow.free(block)
 
     def close(self) -> None:
         for f in list(self.finalizers.values()):
