@@ -20,7 +20,7 @@ from flfun.executor import Executable, writes_out
 from flfun.ir import ClosedProgram, Eqn, Literal, Program, eval_program
 from flfun.memory.planner import plan_program
 from flfun.passes import optimize, partial_eval
-from flfun.primitives.common import Zero, is_zero, moveaxis_to_front, not_mapped, tangent_aval
+from flfun.primitives.common import UndefinedPrimal, Zero, is_zero, moveaxis_to_front, not_mapped, tangent_aval
 from flfun.transforms.staging import trace_to_program
 
 DEFAULT_STRATEGY = "auto"
@@ -148,7 +148,6 @@ def _transpose_program(closed: ClosedProgram, undef: tuple, ct_nz: tuple, adjust
 
 @jit_p.def_transpose
 def _jit_transpose(cts, *args, closed, name, donated):
-    from flfun.transforms.vjp import UndefinedPrimal
     undef = tuple(type(a) is UndefinedPrimal for a in args)
     ct_nz = tuple(not is_zero(c) for c in cts)
     tclosed, in_nz = _cached(closed, ("transpose", undef, ct_nz), lambda: _transpose_program(closed, undef, ct_nz))

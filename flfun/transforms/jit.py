@@ -23,8 +23,7 @@ from flfun.executor import Executable, writes_out
 from flfun.ir import ClosedProgram
 from flfun.memory.planner import MemoryPlan, plan_program
 from flfun.passes import optimize
-from flfun.transforms import call
-from flfun.transforms.call import close_program, compile_program, jit_p
+from flfun.transforms.call import DEFAULT_STRATEGY, close_program, compile_program, jit_p
 from flfun.transforms.jvp import flatten_fun
 from flfun.transforms.staging import trace_to_program
 from flfun.transforms.vjp import _with_args
@@ -252,7 +251,7 @@ class Lowered:
 
     @property
     def plan(self) -> MemoryPlan:
-        return self.plan_with(self.jitted.memory_strategy or call.DEFAULT_STRATEGY)
+        return self.plan_with(self.jitted.memory_strategy or DEFAULT_STRATEGY)
 
     def compile(self, strategy: str | None = None) -> Compiled:
         exe = compile_program(self.traced.closed, self.device, self.donated,
