@@ -77,7 +77,7 @@ def tree_paths(tree: Any) -> tuple[list[str], list, PyTreeDef]:
 
 def _to_numpy(name: str, leaf) -> np.ndarray:
     if isinstance(leaf, (Array, np.ndarray, np.generic, int, float, bool)):
-        a = np.asarray(leaf, dtype=np.float32 if isinstance(leaf, float) else None)   # Python floats are f32
+        a = np.asarray(leaf, dtype=np.float32 if type(leaf) is float else None)   # Python floats are f32
         if a.dtype not in _DTYPES:
             raise CheckpointError(f"save: leaf '{name}' has unsupported dtype {a.dtype}")
         return a if a.flags.c_contiguous else a.copy()

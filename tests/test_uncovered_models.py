@@ -297,3 +297,37 @@ def test_save_rejects_unsavable_trees(tmp_path, tree, msg):
     with pytest.raises(checkpoint.CheckpointError, match=msg):
         checkpoint.save(tmp_path / "c.safetensors", tree)
     assert not list(tmp_path.iterdir())
+
+
+def test_numpy_float64_scalars_keep_their_dtype(tmp_path):
+    path = checkpoint.save(tmp_path / "c.safetensors", {"x": np.float64(1 / 3), "y": 0.5})
+    loaded = checkpoint.load(path, like={"x": np.float64(0), "y": 0.0})
+    assert loaded["x"].dtype == np.float64 and float(loaded["x"]) == 1 / 3 and loaded["y"].dtype == np.float32
+
+
+# ------------------------------------------------------------------------------------- options the suite skipped
+@pytest.mark.parametrize("axis, mean, variance", [(-1, 0.3, 2.0), (0, None, 2.0), ((0, 1), 0.3, None)])
+def test_standardize_with_given_statistics(axis, mean, variance):
+    x = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+    m = x.mean(axis=axis, keepdims=True) if mean is None else np.float32(mean)
+    v = ((x - m) ** 2).mean(axis=axis, keepdims=True) if variance is None else np.float32(variance)
+    out = nn.standardize(fnp.asarray(x), axis=axis, mean=mean, variance=variance)
+    np.testing.assert_allclose(np.asarray(out), (x - m) / np.sqrt(v + 1e-5), rtol=1e-5, atol=1e-6)
+
+
+def test_layers_without_affine_or_bias_match_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 5)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(nn.LayerNorm(5, elementwise_affine=False)(fnp.asarray(x))),
+                               torch.nn.functional.layer_norm(torch.tensor(x), (5,)).numpy(), atol=1e-6)
+    conv = nn.Conv2d(2, 3, 3, padding=1, use_bias=False, key=K)
+    img = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    ref = torch.nn.functional.conv2d(torch.tensor(img), torch.tensor(np.asarray(conv.weight)), padding=1)
+    assert conv.bias is None
+    np.testing.assert_allclose(np.asarray(conv(fnp.asarray(img))), ref.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("modes", [("fwd",), ("rev",)])
+def test_check_grads_second_order_in_one_mode(modes):
+    testing.check_grads(lambda x: fnp.sum(fnp.sin(x) ** 2), (np.linspace(-1, 1, 3),), order=2, modes=modes)
