@@ -69,7 +69,7 @@ class Array:
     # --- conversion (concrete arrays only; Tracer overrides these with clear errors) ---------------------
     def __array__(self, dtype=None, copy=None):
         v = np.asarray(self._device.to_host(self._value))
-        if copy is False and dtype not in (None, v.dtype):
+        if copy is False and dtype is not None and dtype != v.dtype:    # (np.dtype("float64") == None holds)
             raise ValueError("Array.__array__: a dtype conversion cannot be done without a copy")
         if dtype is not None:
             v = v.astype(dtype)
@@ -80,13 +80,16 @@ class Array:
             v.flags.writeable = False   # the caller must not be able to mutate our buffer
         return v
 
-    def _exported(self):
-        """The buffer DLPack exports: a numpy scalar (a 0-d result on the numpy backend) as a 0-d array."""
-        return self._value if hasattr(self._value, "__dlpack__") else np.asarray(self._value)
+    def _exported(self, max_version=(1, 0)):
+        """The buffer DLPack exports: on the host a read-only view, or a copy for a consumer older than DLPack 1.0
+        (which cannot be told it is read-only), so that nobody writes into an Array."""
+        if hasattr(self._value, "__dlpack__") and not isinstance(self._value, np.ndarray):
+            return self._value
+        return self.__array__(copy=max_version is None)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         kwargs = {"max_version": max_version, "stream": stream}
-        return self._exported().__dlpack__(**{k: a for k, a in kwargs.items() if a is not None})
+        return self._exported(max_version).__dlpack__(**{k: a for k, a in kwargs.items() if a is not None})
 
     def __dlpack_device__(self):
         return self._exported().__dlpack_device__()
@@ -149,7 +152,7 @@ class Array:
         raise TypeError("flfun arrays are immutable; use x = x.at[idx].set(value) instead of x[idx] = value")
 
     def __reduce__(self):
-        return (_fnp().asarray, (self.__array__(copy=True),))
+        return (_unpickle, (self.__array__(copy=True), self._device.backend, self._device.id))
 
     def __array_namespace__(self, *, api_version=None):
         return _fnp()
@@ -184,6 +187,15 @@ class Array:
 
     def __getitem__(self, idx):
         return _fnp().getitem(self, idx)
+
+
+def _unpickle(value: np.ndarray, backend: str, device_id: int) -> Array:
+    """A pickled Array, back on its device (on the default device where this process has no such device)."""
+    from flfun.backends import get_backend
+    from flfun.core import default_device, wrap
+    devices = get_backend(backend).devices
+    device = devices[device_id] if device_id < len(devices) else default_device()
+    return wrap(device.put(value), device)
 
 
 def _forward(name, reflected=False):

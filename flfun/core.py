@@ -175,9 +175,6 @@ class MainTrace:
         self.level, self.trace_type, self.global_data, self.active = level, trace_type, global_data, True
         self.trace = trace_type(self)
 
-    def __repr__(self):
-        return f"MainTrace({self.level}, {self.trace_type.__name__})"
-
 
 class Trace:
     """One transform's interpreter: lifts values into its tracers and processes primitives on them.

@@ -107,8 +107,6 @@ def _fmt_param(v) -> str:
         return "{ " + pretty(getattr(v, "program", v)).replace("\n", "\n    ") + " }"
     if isinstance(v, np.dtype):
         return dtypes.short_name(v)
-    if hasattr(v, "name") and not isinstance(v, str) and not isinstance(v, type):
-        return str(getattr(v, "name"))
     return repr(v) if not hasattr(v, "str") else str(v)
 
 

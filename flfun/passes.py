@@ -104,8 +104,6 @@ def _hashable(x):
         return tuple(_hashable(y) for y in x)
     if isinstance(x, dict):
         return tuple(sorted((k, _hashable(v)) for k, v in x.items()))
-    if isinstance(x, np.ndarray):
-        return ("nd", x.dtype.str, x.shape, x.tobytes())
     try:
         hash(x)
         return x

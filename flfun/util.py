@@ -3,14 +3,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Callable, Iterable, Sequence
-
-
-def safe_map(f: Callable, *seqs: Sequence) -> list:
-    """map over sequences of equal length: ``safe_map(abs, [-1, 2]) == [1, 2]``."""
-    if any(len(s) != len(seqs[0]) for s in seqs[1:]):
-        raise ValueError(f"safe_map: lengths differ: {[len(s) for s in seqs]}")
-    return [f(*args) for args in zip(*seqs)]
+from typing import Iterable
 
 
 def prod(xs: Iterable[int]) -> int:
@@ -24,8 +17,6 @@ def canonical_axis(axis: int, ndim: int, op: str) -> int:
         axis = int(operator.index(axis))       # bool and numpy integers become plain ints
     except Exception:
         raise TypeError(f"{op}: axis must be an integer, got {axis!r}") from None
-    if ndim == 0 and axis in (0, -1):
-        return 0
     if not -ndim <= axis < ndim:
         raise ValueError(f"{op}: axis {axis} is out of bounds for an array of rank {ndim}")
     return axis % ndim
