@@ -28,7 +28,7 @@ def test_pickle_and_deepcopy_keep_values_dtype_shape(value):
         np.testing.assert_array_equal(np.asarray(y), value)
 
 
-def test_pickle_inside_a_pytree_and_on_a_second_device():
+def test_pickle_and_jit_constants_on_a_second_device():
     before = flfun.local_device_count()
     try:
         cpu1 = flfun.set_cpu_device_count(2)[1]
@@ -37,6 +37,9 @@ def test_pickle_inside_a_pytree_and_on_a_second_device():
             assert out["w"].device is cpu1 and out["b"][0].device is tree["b"][0].device
             assert (out["w"] + out["w"]).tolist() == [[2.0, 2.0]] * 2       # usable together on its device
             assert out["b"][0].tolist() == [0, 1, 2]
+        const = flfun.device_put(fnp.arange(3.0), cpu1)       # jit moves a closed-over constant to the call's device
+        out = flfun.jit(lambda x: x + const)(fnp.ones(3))
+        assert out.tolist() == [1.0, 2.0, 3.0] and out.device is flfun.devices()[0]
     finally:
         flfun.set_cpu_device_count(before)
 
