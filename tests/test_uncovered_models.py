@@ -331,3 +331,23 @@ def test_layers_without_affine_or_bias_match_torch():
 @pytest.mark.parametrize("modes", [("fwd",), ("rev",)])
 def test_check_grads_second_order_in_one_mode(modes):
     testing.check_grads(lambda x: fnp.sum(fnp.sin(x) ** 2), (np.linspace(-1, 1, 3),), order=2, modes=modes)
+
+
+@pytest.mark.parametrize("pool", [nn.max_pool, nn.avg_pool])
+def test_pool_window_must_be_positive(pool):
+    with pytest.raises(ValueError, match=rf"{pool.__name__}: window must be a positive int or 2 positive ints, "
+                                         r"got \(0, 2\)"):
+        pool(fnp.ones((4, 4)), (0, 2))
+
+
+@pytest.mark.parametrize("start_dim, shape, expected", [
+    (-2, (2, 3, 4), (2, 12)), (0, (2, 3, 4), (24,)), (3, (2, 3, 4), None), (1, (4,), None), (0, (), (1,)),
+])
+def test_flatten_start_dim_like_torch(start_dim, shape, expected):
+    layer = nn.Flatten(start_dim)
+    if expected is None:   # torch: "Dimension out of range"
+        with pytest.raises(ValueError, match=f"Flatten: axis {start_dim} is out of bounds for an array of rank "
+                                             f"{max(len(shape), 1)}"):
+            layer(fnp.ones(shape))
+    else:
+        assert layer(fnp.ones(shape)).shape == expected

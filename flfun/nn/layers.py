@@ -20,6 +20,7 @@ from flfun.array import Array
 from flfun.nn import functional as F
 from flfun.nn import initializers as init
 from flfun.nn.module import Module, static_field
+from flfun.util import canonical_axis
 
 
 def split_key(key, num: int = 2) -> list:
@@ -165,7 +166,7 @@ class Conv2d(_Conv):
 
 
 def _pool(x, window, reducer, name: str, channels_last: bool):
-    window = tuple(int(w) for w in window)
+    window = _tuple(window, len(window), "window", name)
     n, c = len(window), int(bool(channels_last))
     if x.ndim < n + c:
         raise ValueError(f"{name}: input of shape {tuple(x.shape)} has fewer than {n + c} dims")
@@ -237,7 +238,7 @@ class Flatten(Module):
     start_dim: int = static_field(default=1)
 
     def __call__(self, x) -> Array:
-        s = self.start_dim % max(x.ndim, 1)
+        s = canonical_axis(self.start_dim, max(x.ndim, 1), "Flatten")
         return lax.reshape(x, tuple(x.shape[:s]) + (int(np.prod(x.shape[s:])),))
 
 
