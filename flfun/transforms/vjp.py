@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 from flfun.array import Array
 from flfun.config import config
 from flfun.core import _state, bind, get_aval, missing_rule, wrap
-from flfun.ir import Literal, Program
+from flfun.ir import Literal, Program, Var
 from flfun.primitives.common import UndefinedPrimal, Zero, instantiate, is_zero
 from flfun.primitives.elementwise import add
 from flfun.primitives.shape import full as full_array
@@ -22,35 +22,34 @@ from flfun.tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 def backward_pass(program: Program, consts: list, cts_out: Sequence) -> list:
     """Transpose a linear program: cotangents of the outputs -> cotangents of the inputs (``Zero`` if none)."""
-    known = {v.id: c for v, c in zip(program.constvars, consts)}
-    linear = {v.id for v in program.invars}
-    read = lambda v: v.val if isinstance(v, Literal) else known[v.id]
+    known = dict(zip(program.constvars, consts))
+    linear = set(program.invars)           # (a Literal is never linear)
+    read = lambda v: v.val if isinstance(v, Literal) else known[v]
     for e in program.eqns:       # an equation is linear if any input is; its outputs are then linear too
-        if any(not isinstance(v, Literal) and v.id in linear for v in e.inputs):
-            linear.update(v.id for v in e.outputs)
+        if any(v in linear for v in e.inputs):
+            linear.update(e.outputs)
         else:
             outs = bind(e.prim, *map(read, e.inputs), **e.params)
-            known.update(zip((v.id for v in e.outputs), outs if e.prim.multiple_results else [outs]))
-    ct_env: dict[int, Any] = {}
+            known.update(zip(e.outputs, outs if e.prim.multiple_results else [outs]))
+    ct_env: dict[Var, Any] = {}
 
     def write(v, ct):
-        if not isinstance(v, Literal) and v.id in linear and ct is not None and not is_zero(ct):
-            ct_env[v.id] = ct if v.id not in ct_env else add(ct_env[v.id], ct)
+        if v in linear and ct is not None and not is_zero(ct):
+            ct_env[v] = ct if v not in ct_env else add(ct_env[v], ct)
 
     for v, ct in zip(program.outvars, cts_out):
         write(v, ct)
     for e in reversed(program.eqns):
-        cts = [ct_env.pop(v.id, Zero(v.aval)) for v in e.outputs]
+        cts = [ct_env.pop(v, Zero(v.aval)) for v in e.outputs]
         if all(is_zero(c) for c in cts):    # also every non-linear equation: nothing was written to it
             continue
         if e.prim.transpose is None:
             raise missing_rule("transpose", e.prim)
-        args = [UndefinedPrimal(v.aval) if not isinstance(v, Literal) and v.id in linear else read(v)
-                for v in e.inputs]
+        args = [UndefinedPrimal(v.aval) if v in linear else read(v) for v in e.inputs]
         cts_in = e.prim.transpose(cts if e.prim.multiple_results else cts[0], *args, **e.params)
         for v, ct in zip(e.inputs, cts_in):
             write(v, ct)
-    return [ct_env.pop(v.id, Zero(v.aval)) for v in program.invars]
+    return [ct_env.pop(v, Zero(v.aval)) for v in program.invars]
 
 
 def vjp_flat(f: Callable, primals: list):
