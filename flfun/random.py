@@ -92,6 +92,12 @@ def _args(key, shape, dtype, fn: str, kinds: str = "f"):
     return key, shape, dt
 
 
+def _check_fits(shape: tuple[int, ...], fn: str, **arrays) -> None:
+    for name, a in arrays.items():
+        if len(a.shape) > len(shape) or any(d not in (1, s) for d, s in zip(a.shape[::-1], shape[::-1])):
+            raise ValueError(f"{fn}: {name} of shape {tuple(a.shape)} does not broadcast to shape {shape}")
+
+
 def _hash_counters(key, shape: tuple[int, ...]):
     """Threefry of the row-major counter over ``shape`` under ``key``: two uint32 arrays of ``shape``."""
     n = prod(shape)
@@ -180,6 +186,7 @@ def uniform(key: Array, shape: Sequence[int] = (), dtype=np.float32, minval=0.0,
     """
     key, shape, dt = _args(key, shape, dtype, "uniform")
     minval, maxval = fnp.asarray(minval, dtype=dt), fnp.asarray(maxval, dtype=dt)
+    _check_fits(shape, "uniform", minval=minval, maxval=maxval)
     nmant, ut = np.finfo(dt).nmant, np.dtype(f"uint{dt.itemsize * 8}")   # floats in [0, 1), all mantissa bits random
     mant = lax.shift_right_logical(bits(key, shape, ut), ut.type(dt.itemsize * 8 - nmant))
     unit = lax.mul(lax.convert_element_type(mant, dt), dt.type(2.0 ** -nmant))
@@ -230,6 +237,7 @@ def truncated_normal(key: Array, lower, upper, shape: Sequence[int] | None = Non
     if shape is None:
         shape = np.broadcast_shapes(lower.shape, upper.shape)
     key, shape, dt = _args(key, shape, dt, "truncated_normal")
+    _check_fits(shape, "truncated_normal", lower=lower, upper=upper)
     sqrt2 = dt.type(math.sqrt(2))
     out = _erfinv(uniform(key, shape, dt, lax.erf(lower / sqrt2), lax.erf(upper / sqrt2))) * sqrt2
     tiny = dt.type(np.finfo(dt).eps)
@@ -246,6 +254,7 @@ def bernoulli(key: Array, p=0.5, shape: Sequence[int] | None = None) -> Array:
     key = _check_key(key, "bernoulli")
     p = to_float(fnp.asarray(p))
     shape = _canonical_shape(p.shape if shape is None else shape, "bernoulli")
+    _check_fits(shape, "bernoulli", p=p)
     return uniform(key, shape, p.dtype) < p
 
 
@@ -294,6 +303,7 @@ def randint(key: Array, shape: Sequence[int], minval, maxval, dtype=np.int64) ->
         minval, maxval = fnp.asarray(minval, dtype=dt), fnp.asarray(maxval, dtype=dt)
     except OverflowError:
         raise ValueError(f"randint: minval {minval} and maxval {maxval} must fit in {dt}") from None
+    _check_fits(shape, "randint", minval=minval, maxval=maxval)
     hi_bits, lo_bits = (bits(k, shape, ut) for k in split(key))
     span = fnp.where(maxval <= minval, ut.type(1), lax.convert_element_type(maxval - minval, ut))
     mult = lax.rem(ut.type(2 ** (ut.itemsize * 4)), span)

@@ -64,7 +64,8 @@ def test_variance_scaling_rejects_unknown_distribution():
 # ------------------------------------------------------------------------------------------------------ random
 @pytest.mark.parametrize("shape", ["ab", 3.0, [2.0], None])
 def test_random_shape_must_be_ints(shape):
-    with pytest.raises(ValueError, match=re.escape(f"uniform: shape must be a tuple of non-negative ints, got {shape!r}")):
+    msg = f"uniform: shape must be a tuple of non-negative ints, got {shape!r}"
+    with pytest.raises(ValueError, match=re.escape(msg)):
         fr.uniform(K, shape)
 
 
@@ -351,3 +352,16 @@ def test_flatten_start_dim_like_torch(start_dim, shape, expected):
             layer(fnp.ones(shape))
     else:
         assert layer(fnp.ones(shape)).shape == expected
+
+
+@pytest.mark.parametrize("sample, msg", [
+    (lambda: fr.uniform(K, (2,), minval=fnp.zeros((2, 1))), r"uniform: minval of shape \(2, 1\) does not broadcast"),
+    (lambda: fr.uniform(K, (2,), maxval=fnp.ones(3)), r"uniform: maxval of shape \(3,\) does not broadcast"),
+    (lambda: fr.truncated_normal(K, -fnp.ones(3), 1.0, (2,)),
+     r"truncated_normal: lower of shape \(3,\) does not broadcast"),
+    (lambda: fr.bernoulli(K, fnp.full(3, 0.5), (2,)), r"bernoulli: p of shape \(3,\) does not broadcast"),
+    (lambda: fr.randint(K, (2,), fnp.asarray([0, 1, 2]), 5), r"randint: minval of shape \(3,\) does not broadcast"),
+])
+def test_random_parameters_must_broadcast_to_shape(sample, msg):
+    with pytest.raises(ValueError, match=msg + r" to shape \(2,\)"):
+        sample()
