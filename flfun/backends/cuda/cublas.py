@@ -7,6 +7,7 @@ against a ones vector) are the impls built on it; anything cuBLAS cannot take fa
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import glob
@@ -31,28 +32,21 @@ class CublasError(RuntimeError):
 def find_library() -> str | None:
     """The path of libcublas: one already mapped into this process (cupy or torch loaded it), the nvidia-cublas
     wheel, ``cuda.pathfinder``, or the system's."""
-    try:
+    with contextlib.suppress(Exception):            # no cupy or no GPU: look elsewhere
         import cupy
         cupy.cuda.device.get_cublas_handle()         # makes cupy load its libcublas
-    except Exception:  # noqa: BLE001 - no cupy or no GPU: look elsewhere
-        pass
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.split()[-1]
-                if os.path.basename(path).startswith("libcublas.so"):
-                    return path
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if os.path.basename(path).startswith("libcublas.so"):
+                return path
     for base in sys.path:
         hits = sorted(glob.glob(os.path.join(base, "nvidia", "**", "libcublas.so*"), recursive=True))
         if hits:
             return hits[0]
-    try:
+    with contextlib.suppress(Exception):
         from cuda import pathfinder
         return pathfinder.load_nvidia_dynamic_lib("cublas").abs_path
-    except Exception:  # noqa: BLE001
-        pass
     import ctypes.util
     return ctypes.util.find_library("cublas")
 

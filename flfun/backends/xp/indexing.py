@@ -4,6 +4,7 @@ copy (inputs are immutable) and accumulates with ``ufunc.at``, or with plain ind
 distinct by construction (one index tuple per batch entry, as in the gradient of ``z[y]`` under vmap)."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 
@@ -99,11 +100,8 @@ def impls(xp) -> dict:
         """``ufunc.at(flat, lin, upd)``, with fallbacks for cupy: no ``multiply.at``, and ``at`` only for
         32/64-bit dtypes."""
         uf = ufuncs[op]
-        try:
-            uf.at(flat, lin, upd)
-            return
-        except (AttributeError, NotImplementedError, TypeError):
-            pass
+        with contextlib.suppress(AttributeError, NotImplementedError, TypeError):
+            return uf.at(flat, lin, upd)
         wide = _WIDER.get(flat.dtype.name)
         if op != "mul" and wide is not None:
             w = flat.astype(wide)
