@@ -24,20 +24,14 @@ __array_api_version__ = "2024.12"
 del _np
 
 
-def _bind_operators():
-    """Point Array's arithmetic dunders straight at this namespace's functions (one call less on the eager
-    path that benchmark W1 measures)."""
-    import flfun.numpy as ns
-    from flfun.array import Array as A
-    binary = {"add": ns.add, "sub": ns.subtract, "mul": ns.multiply, "truediv": ns.divide,
-              "floordiv": ns.floor_divide, "mod": ns.remainder, "pow": ns.power,
-              "and": ns.bitwise_and, "or": ns.bitwise_or, "xor": ns.bitwise_xor,
-              "lshift": ns.left_shift, "rshift": ns.right_shift}
-    for op, fn in binary.items():
-        setattr(A, f"__r{op}__", (lambda f: lambda self, other: f(other, self))(fn))
-    for op, fn in {**binary, "lt": ns.less, "le": ns.less_equal, "gt": ns.greater, "ge": ns.greater_equal,
-                   "eq": ns.equal, "ne": ns.not_equal, "neg": ns.negative, "pos": ns.positive, "abs": ns.abs,
-                   "invert": ns.invert}.items():
-        setattr(A, f"__{op}__", fn)
-
-_bind_operators()
+# Array's arithmetic dunders point straight at this namespace's functions (one call less on the eager path that
+# benchmark W1 measures).
+_BINARY = {"add": add, "sub": subtract, "mul": multiply, "truediv": divide, "floordiv": floor_divide, "mod": remainder,
+           "pow": power, "and": bitwise_and, "or": bitwise_or, "xor": bitwise_xor, "lshift": left_shift,
+           "rshift": right_shift}
+for _op, _fn in _BINARY.items():
+    setattr(Array, f"__r{_op}__", (lambda f: lambda self, other: f(other, self))(_fn))
+for _op, _fn in {**_BINARY, "lt": less, "le": less_equal, "gt": greater, "ge": greater_equal, "eq": equal,
+                 "ne": not_equal, "neg": negative, "pos": positive, "abs": abs, "invert": invert}.items():
+    setattr(Array, f"__{_op}__", _fn)
+del _op, _fn

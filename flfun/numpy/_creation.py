@@ -22,20 +22,16 @@ __all__ = ["asarray", "array", "copy", "from_dlpack", "full", "zeros", "ones", "
 
 
 # ------------------------------------------------------------------------------------------------- asarray
-def _leaves(obj):
-    if isinstance(obj, (list, tuple)):
-        for o in obj:
-            yield from _leaves(o)
-    else:
-        yield obj
+def _leaves(obj) -> list:
+    if not isinstance(obj, (list, tuple)):
+        return [obj]
+    return [leaf for o in obj for leaf in _leaves(o)]
 
 
 def _infer_dtype(obj) -> np.dtype:
     """The dtype of ``obj`` with Python scalars weak: ``[1, 2.5] -> float32``, ``[np.float64(1)] -> float64``."""
-    if isinstance(obj, (list, tuple)):
-        pairs = [dtype_and_weak(x) for x in _leaves(obj)]
-        return dtypes.result_type(*pairs)[0] if pairs else dtypes.DEFAULT_FLOAT
-    return dtype_and_weak(obj)[0]
+    pairs = [dtype_and_weak(x) for x in _leaves(obj)]
+    return dtypes.result_type(*pairs)[0] if pairs else dtypes.DEFAULT_FLOAT
 
 
 def _to_device(x: Array, device) -> Array:
@@ -396,10 +392,19 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) ->
     return _mask_array(_diag_mask(n, m, operator.index(k), lax.ge), dtype, device)
 
 
-def _masked(x, k, cmp, op: str):
-    x = asarray(x) if not isinstance(x, Array) else x
+def _arr(x) -> Array:
+    return x if isinstance(x, Array) else asarray(x)
+
+
+def _matrix_stack(x, op: str):
+    """``x`` (an array) if it is a stack of matrices, i.e. has at least 2 dimensions; else ValueError."""
     if x.ndim < 2:
         raise ValueError(f"{op}: x must have at least 2 dimensions, got {short(x)}")
+    return x
+
+
+def _masked(x, k, cmp, op: str):
+    x = _matrix_stack(_arr(x), op)
     mask = _diag_mask(x.shape[-2], x.shape[-1], operator.index(k), cmp)
     return lax.select(mask, x, lax_shape.full((), 0, x.dtype))
 
@@ -434,7 +439,7 @@ def diag(v, /, k: int = 0) -> Array:
         >>> fnp.diag(fnp.asarray([1, 2])).tolist()
         [[1, 0], [0, 2]]
     """
-    v = asarray(v) if not isinstance(v, Array) else v
+    v = _arr(v)
     k = operator.index(k)
     if v.ndim == 1:
         n = v.shape[0] + abs(k)
@@ -449,7 +454,7 @@ def diag(v, /, k: int = 0) -> Array:
 
 def diagflat(v, /, k: int = 0) -> Array:
     """A 2-D array with the flattened ``v`` on its ``k``-th diagonal: ``fnp.diagflat(fnp.ones((2, 2)))``."""
-    v = asarray(v) if not isinstance(v, Array) else v
+    v = _arr(v)
     return diag(lax_shape.reshape(v, (v.size,)), k)
 
 
@@ -464,7 +469,7 @@ def meshgrid(*arrays, indexing: str = "xy", sparse: bool = False) -> list[Array]
     """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
-    xs = [asarray(a) if not isinstance(a, Array) else a for a in arrays]
+    xs = [_arr(a) for a in arrays]
     xs = [lax_shape.reshape(x, (int(np.prod(x.shape)),)) for x in xs]
     shape = [x.shape[0] for x in xs]
     dims = list(range(len(xs)))

@@ -18,7 +18,7 @@ _NO_PARAMS: dict = {}
 _FLOATS = frozenset(d for d in dtypes.SUPPORTED if d.kind == "f")
 
 
-def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = ""):
+def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = "", to_float: bool = False):
     impls = prim.impls
     new = object.__new__
     ok = frozenset(d for d in dtypes.SUPPORTED if d.kind in kinds)   # a set test is cheaper than dt.kind in kinds
@@ -49,10 +49,10 @@ def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = ""):
                         c = other if t is Array else wrap(s, dev)
                         st.tape.record(prim, _NO_PARAMS, (x, c) if x is x1 else (c, x), (a,))
                     return a
-        return lax_fn(*promote(name, x1, x2))
+        return lax_fn(*promote(name, x1, x2, to_float=to_float))
     return _accelerated(_named(op, name, doc or f"Elementwise ``{name}`` with broadcasting and type promotion: "
                                              f"``fnp.{name}(x1, x2)``."), prim, ok,
-                        lambda x1, x2: lax_fn(*promote(name, x1, x2)))
+                        lambda x1, x2: lax_fn(*promote(name, x1, x2, to_float=to_float)))
 
 
 def _named(op, name: str, doc: str):
@@ -84,18 +84,8 @@ subtract = _binary(lax.sub_p, lax.sub, "subtract")
 multiply = _binary(lax.mul_p, lax.mul, "multiply")
 maximum = _binary(lax.max_p, lax.max, "maximum")
 minimum = _binary(lax.min_p, lax.min, "minimum")
-_divide = _binary(lax.div_p, lax.div, "divide", kinds="f")
-
-
-def _divide_any(x1, x2, /):
-    """True division; integer inputs are promoted to the default float dtype: ``fnp.divide(1, 2) == 0.5``."""
-    if type(x1) is Array and x1._value.dtype.kind == "f" or type(x2) is Array and x2._value.dtype.kind == "f":
-        return getattr(_divide, "__wrapped__", _divide)(x1, x2)
-    return lax.div(*promote("divide", x1, x2, to_float=True))
-
-
-divide = true_divide = _accelerated(_named(_divide_any, "divide", _divide_any.__doc__), lax.div_p, _FLOATS,
-                                    lambda x1, x2: lax.div(*promote("divide", x1, x2, to_float=True)))
+divide = true_divide = _binary(lax.div_p, lax.div, "divide", kinds="f", to_float=True, doc="True division; integer "
+                               "inputs are promoted to the default float dtype: ``fnp.divide(1, 2) == 0.5``.")
 
 
 def _promoted(lax_fn, name: str, doc: str, to_float: bool = False, kinds: str = ""):

@@ -39,9 +39,7 @@ def _classify(item):
         return "ellipsis", None, 0
     if isinstance(item, slice):
         return "slice", item, 1
-    if isinstance(item, (bool, np.bool_)):
-        return "bool", np.asarray(item), 0
-    if isinstance(item, (int, np.integer)):
+    if isinstance(item, (int, np.integer)) and type(item) is not bool:
         return "int", int(item), 1
     if isinstance(item, Tracer):
         if item.dtype == dtypes.bool_:
@@ -53,7 +51,7 @@ def _classify(item):
         return "arr", item, 1
     if isinstance(item, (list, tuple)) and any(isinstance(e, Tracer) for e in _leaves(item)):
         return _classify(asarray(item))
-    if isinstance(item, (Array, np.ndarray, list, tuple)):
+    if isinstance(item, (Array, np.ndarray, list, tuple, bool, np.bool_)):     # a scalar bool is a 0-d mask
         a = np.asarray(item)
         if a.size == 0 and a.dtype.kind == "f" and not isinstance(item, (Array, np.ndarray)):
             a = a.astype(np.int64)      # [] indexes like an empty integer array (as in numpy)
@@ -99,9 +97,8 @@ def _parse(shape, idx, mode) -> list:
         if kind == "ellipsis":
             if used == len(shape):
                 entries.append(("ellipsis",))   # no dims, but it still separates advanced indices (numpy)
-            for _ in range(len(shape) - used):
-                entries.append(("slice", dim, 0, 1, shape[dim]))
-                dim += 1
+            entries += [("slice", d, 0, 1, shape[d]) for d in range(dim, dim + len(shape) - used)]
+            dim += len(shape) - used
         elif kind == "new":
             entries.append(("new",))
         elif kind == "slice":
@@ -127,8 +124,7 @@ def _parse(shape, idx, mode) -> list:
             a = val if isinstance(val, Tracer) else _check_host(val, shape[dim], dim, mode)
             entries.append(("adv", (dim,), a))
         dim += count
-    for d in range(dim, len(shape)):
-        entries.append(("slice", d, 0, 1, shape[d]))
+    entries += [("slice", d, 0, 1, shape[d]) for d in range(dim, len(shape))]
     adv = [e for e in entries if e[0] == "adv"]
     if adv and all(isinstance(e[2], np.ndarray) and e[2].ndim == 0 and e[1] and 0 <= e[2] < shape[e[1][0]]
                    for e in adv):

@@ -4,9 +4,7 @@ from flfun import dtypes
 
 __all__ = ["__array_namespace_info__"]
 
-_ALL = {"bool": dtypes.bool_, "int8": dtypes.int8, "int16": dtypes.int16, "int32": dtypes.int32,
-        "int64": dtypes.int64, "uint8": dtypes.uint8, "uint16": dtypes.uint16, "uint32": dtypes.uint32,
-        "uint64": dtypes.uint64, "float16": dtypes.float16, "float32": dtypes.float32, "float64": dtypes.float64}
+_ALL = {dt.name: dt for dt in dtypes.SUPPORTED}
 _KIND_NAMES = ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating",
                "numeric")
 

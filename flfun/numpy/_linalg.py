@@ -144,8 +144,7 @@ def tensordot(a, b, /, axes=2) -> Array:
         xa, xb = ((v,) if isinstance(v, (int, np.integer)) else tuple(v) for v in (xa, xb))
         if len(xa) != len(xb):
             raise ValueError(f"tensordot: axes must name as many axes of each operand, got {axes!r}")
-        ca = tuple(canonical_axis(i, a.ndim, "tensordot") for i in xa)
-        cb = tuple(canonical_axis(i, b.ndim, "tensordot") for i in xb)
+        ca, cb = (tuple(canonical_axis(i, x.ndim, "tensordot") for i in xs) for x, xs in ((a, xa), (b, xb)))
         if len(set(ca)) != len(ca) or len(set(cb)) != len(cb):
             raise ValueError(f"tensordot: repeated axis in axes={axes!r}")
     _check_contract("tensordot", a, b, ca, cb)
@@ -293,8 +292,7 @@ def _contract_pair(x, xl, y, yl, keep: set):
     contr = [c for c in both if c not in keep]
     dn = ((tuple(xl.index(c) for c in contr), tuple(yl.index(c) for c in contr)),
           (tuple(xl.index(c) for c in batch), tuple(yl.index(c) for c in batch)))
-    out = dot_general(x, y, dn)
-    return out, batch + [c for c in xl if c not in both] + [c for c in yl if c not in both]
+    return dot_general(x, y, dn), batch + [c for c in xl if c not in both] + [c for c in yl if c not in both]
 
 
 def _einsum_order(ops: list, optimize) -> list[tuple[int, int]]:
@@ -302,10 +300,7 @@ def _einsum_order(ops: list, optimize) -> list[tuple[int, int]]:
     n = len(ops)
     if n <= 2 or not optimize:
         return [(0, 1)] * (n - 1)
-    letters = {}
-    for _, lab in ops:
-        for c in lab:
-            letters.setdefault(c, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[len(letters) % 52])
+    letters = {c: string.ascii_letters[i % 52] for i, c in enumerate(dict.fromkeys(c for _, lab in ops for c in lab))}
     if len(letters) > 52:
         return [(0, 1)] * (n - 1)
     spec = ",".join("".join(letters[c] for c in lab) for _, lab in ops)

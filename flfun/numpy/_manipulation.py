@@ -11,7 +11,7 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import is_weak, short
-from flfun.numpy._creation import _ints, asarray
+from flfun.numpy._creation import _arr, _ints, _matrix_stack, asarray
 from flfun.numpy._promote import dtype_and_weak
 from flfun.primitives import elementwise as lax
 from flfun.primitives import shape as lax_shape
@@ -23,10 +23,6 @@ __all__ = ["reshape", "ravel", "flatten", "transpose", "permute_dims", "matrix_t
            "concatenate", "hstack", "vstack", "dstack", "column_stack", "split", "array_split", "unstack", "tile",
            "repeat", "flip", "roll", "diff", "atleast_1d", "atleast_2d", "atleast_3d", "astype", "result_type",
            "can_cast", "isdtype", "finfo", "iinfo", "size", "ndim", "shape"]
-
-
-def _arr(x):
-    return x if isinstance(x, Array) else asarray(x)
 
 
 def _flat_axis(x, axis, op: str):
@@ -109,10 +105,7 @@ def matrix_transpose(x, /) -> Array:
         >>> fnp.matrix_transpose(fnp.ones((5, 2, 3))).shape
         (5, 3, 2)
     """
-    x = _arr(x)
-    if x.ndim < 2:
-        raise ValueError(f"matrix_transpose: x must have at least 2 dimensions, got {short(x)}")
-    return swapaxes(x, -1, -2)
+    return swapaxes(_matrix_stack(_arr(x), "matrix_transpose"), -1, -2)
 
 
 def _axis_list(axis, ndim, op):
@@ -396,10 +389,8 @@ def repeat(x, repeats, /, *, axis: int | None = None) -> Array:
         dims = tuple(range(ax + 1)) + tuple(range(ax + 2, len(wide)))
         out = lax_shape.broadcast_in_dim(x, wide, dims)
         return lax_shape.reshape(out, shape[:ax] + (n * r,) + shape[ax + 1:])
-    from flfun.primitives.indexing import gather
-    idx = np.repeat(np.arange(n, dtype=np.int64), reps.astype(np.int64))[:, None]
-    front = moveaxis(x, ax, 0)
-    return moveaxis(gather(front, asarray(idx), axes=(0,), mode="promise_in_bounds"), 0, ax)
+    from flfun.numpy._indexing import take
+    return take(x, np.repeat(np.arange(n, dtype=np.int64), reps.astype(np.int64)), axis=ax)
 
 
 def flip(x, /, axis=None) -> Array:

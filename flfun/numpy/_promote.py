@@ -9,9 +9,7 @@ _SCALARS = (int, float, bool)
 
 def asarray_like(x):
     """An Array or Tracer for ``x`` (numpy arrays and Python scalars are converted, not promoted)."""
-    if isinstance(x, Array):
-        return x
-    return to_array(x)
+    return x if isinstance(x, Array) else to_array(x)
 
 
 def dtype_and_weak(x):

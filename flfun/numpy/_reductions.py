@@ -98,11 +98,10 @@ def prod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
 def _extremum(op, reduce_fn, combine, x, axis, keepdims, initial):
     x = asarray_like(x)
     axes = _axes(op, axis, len(x.shape))
-    if initial is None:
-        for a in axes:
-            if x.shape[a] == 0:
-                raise ValueError(f"{op}: zero-size reduction over axis {a} of {short(x)}: {op} has no identity "
-                                 f"(pass initial=)")
+    empty = [a for a in axes if x.shape[a] == 0]
+    if initial is None and empty:
+        raise ValueError(f"{op}: zero-size reduction over axis {empty[0]} of {short(x)}: {op} has no identity "
+                         f"(pass initial=)")
     out = reduce_fn(x, axes)
     if initial is not None:
         out = combine(out, _scalar(initial, out.dtype))
@@ -360,11 +359,7 @@ def average(a, /, axis=None, weights=None, returned: bool = False, *, keepdims: 
         1.5
     """
     a = asarray_like(a)
-    if weights is None:
-        avg = mean(a, axis=axis, keepdims=keepdims)
-        total = lax_shape.full(avg.shape, float(_count(a, _axes("average", axis, len(a.shape)))), avg.dtype)
-        return (avg, total) if returned else avg
-    a, w = promote("average", a, weights, to_float=True)
+    a, w = promote("average", a, lax_shape.full(a.shape, 1, a.dtype) if weights is None else weights, to_float=True)
     if w.shape != a.shape:
         if axis is None:
             raise ValueError(f"average: axis must be given when weights ({short(w)}) and a ({short(a)}) differ "

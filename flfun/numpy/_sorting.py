@@ -21,14 +21,12 @@ def _prepare(op: str, x, axis):
     return x, canonical_axis(axis, x.ndim, op)
 
 
-def _sort_with_indices(x, axis: int, descending: bool):
-    """``(sorted x, int64 indices)`` along ``axis``; ties keep their original order in both directions."""
-    n = x.shape[axis]
+def _argsort(x, axis: int, descending: bool):
+    """int64 indices that sort ``x`` along ``axis``; ties keep their original order in both directions."""
     if descending:   # sort the reversed array ascending, then reverse back: ties stay in original order
-        keys, idx = lax.sort((lax.rev(x, (axis,)), lax.iota(dtypes.int64, x.shape, axis)), axis)
-        return lax.rev(keys, (axis,)), sub(lax.full((), n - 1, dtypes.int64), lax.rev(idx, (axis,)))
-    keys, idx = lax.sort((x, lax.iota(dtypes.int64, x.shape, axis)), axis)
-    return keys, idx
+        idx = lax.sort((lax.rev(x, (axis,)), lax.iota(dtypes.int64, x.shape, axis)), axis)[1]
+        return sub(lax.full((), x.shape[axis] - 1, dtypes.int64), lax.rev(idx, (axis,)))
+    return lax.sort((x, lax.iota(dtypes.int64, x.shape, axis)), axis)[1]
 
 
 def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
@@ -55,7 +53,7 @@ def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = Tr
         [0, 2, 1, 3]
     """
     x, axis = _prepare("argsort", x, axis)
-    return _sort_with_indices(x, axis, descending)[1]
+    return _argsort(x, axis, descending)
 
 
 def lexsort(keys: Sequence, axis: int = -1) -> Array:
@@ -106,7 +104,7 @@ def argpartition(a, kth, axis: int = -1) -> Array:
     """
     a, axis = _prepare("argpartition", a, axis)
     _check_kth("argpartition", kth, a.shape[axis])
-    return _sort_with_indices(a, axis, False)[1]
+    return _argsort(a, axis, False)
 
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition"]

@@ -14,7 +14,7 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import short
-from flfun.numpy._creation import eye
+from flfun.numpy._creation import _matrix_stack, eye
 from flfun.numpy._elementwise import where
 from flfun.numpy._linalg import _diagonal_last, matmul, outer as _outer, tensordot, trace as _trace, vecdot
 from flfun.numpy._manipulation import _split_at, matrix_transpose
@@ -49,18 +49,12 @@ def outer(x1, x2, /) -> Array:
 
 def diagonal(x, /, *, offset: int = 0) -> Array:
     """Diagonals of the last two axes: ``linalg.diagonal(fnp.ones((5, 3, 3))).shape == (5, 3)``."""
-    x = asarray_like(x)
-    if x.ndim < 2:
-        raise ValueError(f"diagonal: x must have at least 2 dimensions, got {short(x)}")
-    return _diagonal_last(x, int(offset))
+    return _diagonal_last(_matrix_stack(asarray_like(x), "diagonal"), int(offset))
 
 
 def trace(x, /, *, offset: int = 0, dtype=None) -> Array:
     """Sums of the diagonals of the last two axes: ``linalg.trace(fnp.eye(3)) == 3``."""
-    x = asarray_like(x)
-    if x.ndim < 2:
-        raise ValueError(f"trace: x must have at least 2 dimensions, got {short(x)}")
-    return _trace(x, offset, -2, -1, dtype)
+    return _trace(_matrix_stack(asarray_like(x), "trace"), offset, -2, -1, dtype)
 
 
 def cross(x1, x2, /, *, axis: int = -1) -> Array:
@@ -119,9 +113,7 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
         >>> float(linalg.matrix_norm(fnp.ones((2, 2))))
         2.0
     """
-    x = to_float(x)
-    if x.ndim < 2:
-        raise ValueError(f"matrix_norm: x must have at least 2 dimensions, got {short(x)}")
+    x = _matrix_stack(to_float(x), "matrix_norm")
     r, c = x.ndim - 2, x.ndim - 1
     if ord == "fro":
         out = lax.sqrt(lax_reduce.reduce_sum(lax.mul(x, x), (r, c)))
