@@ -11,6 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from flfun.array import Array
+from flfun.core import short
 
 
 class ShardedArray(Array):
@@ -32,7 +33,7 @@ class ShardedArray(Array):
             raise ValueError("ShardedArray: shards must not be empty")
         s0 = shards[0]
         if any(s.shape != s0.shape or s.dtype != s0.dtype for s in shards):
-            raise ValueError(f"ShardedArray: shards must share shape and dtype, got {[s.aval_str() for s in shards]}")
+            raise ValueError(f"ShardedArray: shards must share shape and dtype, got {[short(s) for s in shards]}")
         if not 0 <= axis <= len(s0.shape):
             raise ValueError(f"ShardedArray: axis {axis} is out of range for shards of rank {len(s0.shape)}")
         self.shards, self.axis, self._host = shards, axis, None

@@ -89,6 +89,7 @@ def test_sharded_array_and_mesh():
     ([], 0, "ShardedArray: shards must not be empty"),
     ([fnp.ones(2), fnp.ones(3)], 0, r"ShardedArray: shards must share shape and dtype, got \['f32\[2\]', 'f32\[3\]'\]"),
     ([fnp.ones(2), fnp.ones(2, dtype="int32")], 0, "ShardedArray: shards must share shape and dtype"),
+    ([np.ones(2), np.ones(3)], 0, r"ShardedArray: shards must share shape and dtype, got \['f64\[2\]', 'f64\[3\]'\]"),
     ([fnp.ones(2)], 2, "ShardedArray: axis 2 is out of range for shards of rank 1"),
     ([fnp.ones(2)], -1, "ShardedArray: axis -1 is out of range for shards of rank 1"),
 ])
