@@ -149,7 +149,8 @@ def device_put_replicated(x: Any, devices: Sequence[Device]) -> Any:
 
         >>> params = flfun.device_put_replicated({"w": fnp.ones(3)}, flfun.devices())
     """
-    return device_put_sharded([x] * len(list(devices)), devices)
+    devices = list(devices)
+    return device_put_sharded([x] * len(devices), devices)
 
 
 __all__ = ["devices", "local_devices", "device_count", "local_device_count", "process_index", "process_count",

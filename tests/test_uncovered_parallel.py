@@ -173,3 +173,9 @@ def test_pmap_without_threadpoolctl(monkeypatch):
         assert spmd._blas() == []
     finally:
         spmd._blas.cache_clear()
+
+
+def test_device_put_replicated_takes_any_iterable_of_devices():
+    out = fl.device_put_replicated({"w": fnp.arange(3.0)}, (d for d in devices()[:4]))
+    assert out["w"].shape == (4, 3)
+    np.testing.assert_array_equal(np.asarray(out["w"]), np.tile(np.arange(3.0), (4, 1)))
