@@ -98,6 +98,10 @@ def asarray(obj, /, dtype=None, *, device=None, copy: bool | None = None) -> Arr
     return wrap(dev.put(host), dev)
 
 
+def _arr(x) -> Array:
+    return x if isinstance(x, Array) else asarray(x)
+
+
 def array(obj, dtype=None, *, copy: bool = True, device=None) -> Array:
     """numpy's ``array``: ``asarray`` that copies by default (never observable: Arrays are immutable).
 
@@ -390,10 +394,6 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) ->
     """
     n, m = _shape((N, N if M is None else M), "tri")
     return _mask_array(_diag_mask(n, m, operator.index(k), lax.ge), dtype, device)
-
-
-def _arr(x) -> Array:
-    return x if isinstance(x, Array) else asarray(x)
 
 
 def _matrix_stack(x, op: str):

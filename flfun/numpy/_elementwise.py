@@ -372,13 +372,13 @@ def nan_to_num(x, /, nan=0.0, posinf=None, neginf=None):
     return where(lax.and_(isinf(x), lax.lt(x, _const(x, 0))), info.min if neginf is None else neginf, x)
 
 
-__all__ = ["abs", "absolute", "acos", "acosh", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
-           "arctan2", "arctanh", "around", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
-           "bitwise_invert", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
-           "bitwise_xor", "ceil", "clip", "conj", "conjugate", "copysign", "cos", "cosh", "divide", "divmod",
-           "equal", "exp", "exp2", "expm1", "float_power", "floor", "floor_divide", "fmod", "greater",
-           "greater_equal", "hypot", "imag", "nextafter", "invert", "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal",
-           "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or",
-           "logical_xor", "maximum", "minimum", "mod", "multiply", "nan_to_num", "negative", "not_equal",
-           "positive", "pow", "power", "real", "reciprocal", "remainder", "right_shift", "round", "sign",
-           "signbit", "sin", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc", "where"]
+__all__ = ["abs", "absolute", "acos", "acosh", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
+           "arctanh", "around", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
+           "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clip",
+           "conj", "conjugate", "copysign", "cos", "cosh", "divide", "divmod", "equal", "exp", "exp2", "expm1",
+           "float_power", "floor", "floor_divide", "fmod", "greater", "greater_equal", "hypot", "imag", "invert",
+           "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal", "log", "log10", "log1p", "log2",
+           "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "mod",
+           "multiply", "nan_to_num", "negative", "nextafter", "not_equal", "positive", "pow", "power", "real",
+           "reciprocal", "remainder", "right_shift", "round", "sign", "signbit", "sin", "sinh", "sqrt", "square",
+           "subtract", "tan", "tanh", "true_divide", "trunc", "where"]

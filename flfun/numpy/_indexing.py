@@ -135,32 +135,6 @@ def _parse(shape, idx, mode) -> list:
     return entries
 
 
-def _plan(shape, idx, mode):
-    """``idx`` parsed against ``shape``: (entries, layout tokens, broadcast shape of the advanced indices,
-    (label, size) per dim of ``x[idx]`` with labels ("A", k) / "N" / the slice entry, and the advanced index
-    components (array, axis size) with their axes)."""
-    entries = _parse(shape, idx, mode)
-    adv = [e for e in entries if e[0] == "adv"]
-    # the result's dims in order: "A" (the advanced block; first when advanced indices stand apart), slice
-    # entries and "N" (newaxis)
-    tokens = ["A" if e[0] == "adv" else "N" if e[0] == "new" else e for e in entries if e[0] not in ("int", "ellipsis")]
-    pos = [i for i, e in enumerate(entries) if e[0] == "adv"]
-    if pos:
-        first = 0 if pos[-1] - pos[0] + 1 != len(pos) else tokens.index("A")
-        tokens = [t for t in tokens if t != "A"]
-        tokens.insert(first, "A")
-    try:
-        adv_shape = tuple(np.broadcast_shapes(*[tuple(e[2].shape) for e in adv]))
-    except ValueError:
-        raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes "
-                         f"{', '.join(str(tuple(e[2].shape)) for e in adv)}") from None
-    dims = []
-    for t in tokens:
-        dims += [(("A", k), d) for k, d in enumerate(adv_shape)] if t == "A" else [(t, 1 if t == "N" else t[4])]
-    return entries, tokens, adv_shape, dims, [(e[2], shape[e[1][0]]) for e in adv if e[1]], \
-        [e[1][0] for e in adv if e[1]]
-
-
 def _index_array(comps, shape):
     """Stack index components (host or traced; (array, axis size)) broadcast to ``shape`` into
     ``(*shape, len(comps))``, wrapping negative traced indices."""
@@ -208,7 +182,13 @@ def _getitem(x, idx, mode, fill_value, traced_mode: str):
         i = idx % shape[0]
         y = S.slice(x, (i,) + (0,) * (len(shape) - 1), (i + 1,) + tuple(shape[1:]))
         return S.reshape(y, tuple(shape[1:]))
-    entries, tokens, adv_shape, dims, comps, adv_axes = _plan(shape, idx, mode)
+    entries = _parse(shape, idx, mode)
+    adv = [e for e in entries if e[0] == "adv"]
+    try:
+        adv_shape = tuple(np.broadcast_shapes(*[tuple(e[2].shape) for e in adv]))
+    except ValueError:
+        raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         f"{', '.join(str(tuple(e[2].shape)) for e in adv)}") from None
     starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
     flips, int_dims = [], []
     for e in entries:
@@ -226,15 +206,21 @@ def _getitem(x, idx, mode, fill_value, traced_mode: str):
         y = S.slice(y, starts, limits, strides)
     kept = [d for d in range(x.ndim) if d not in int_dims]
     y = S.reshape(y, tuple(y.shape[d] for d in kept))
-    if "A" not in tokens:
-        return S.reshape(y, tuple(d for _, d in dims))
+    plain = [e for e in entries if e[0] in ("new", "slice")]       # the result's other dims, in order
+    sizes = tuple(1 if e[0] == "new" else e[4] for e in plain)
+    if not adv:
+        return S.reshape(y, sizes)
+    comps = [(e[2], shape[e[1][0]]) for e in adv if e[1]]
     host = all(isinstance(c, np.ndarray) for c, _ in comps)
-    out = gather(y, _index_array(comps, adv_shape), axes=tuple(kept.index(a) for a in adv_axes),
+    out = gather(y, _index_array(comps, adv_shape), axes=tuple(kept.index(e[1][0]) for e in adv if e[1]),
                  mode=mode or ("promise_in_bounds" if host else traced_mode), fill_value=fill_value)
-    slices = [t for t in tokens if t not in ("A", "N")]          # gather's carried dims, in order
-    perm = [label[1] if label[0] == "A" else len(adv_shape) + slices.index(label)
-            for label, _ in dims if label != "N"]
-    return S.reshape(S.transpose(out, perm), tuple(d for _, d in dims))
+    # gather gives (advanced dims, slice dims); numpy puts the advanced block where its indices stand when they
+    # are adjacent, else first
+    pos = [i for i, e in enumerate(entries) if e[0] == "adv"]
+    block = sum(e[0] in ("new", "slice") for e in entries[:pos[0]]) if pos[-1] - pos[0] + 1 == len(pos) else 0
+    n, before = len(adv_shape), sum(e[0] == "slice" for e in plain[:block])
+    out = S.transpose(out, (*range(n, n + before), *range(n), *range(n + before, out.ndim)))
+    return S.reshape(out, sizes[:block] + adv_shape + sizes[block:])
 
 
 # ------------------------------------------------------------------------------------------------------ updates

@@ -39,9 +39,7 @@ class Info:
         from flfun.backends import get_backend
         from flfun.config import config
         out = list(get_backend(config.default_backend).devices)
-        for name in ("numpy", "cupy"):
-            if name == config.default_backend:
-                continue
+        for name in ("numpy", "cupy"):     # the default backend's devices come first, once
             try:
                 out += [d for d in get_backend(name).devices if d not in out]
             except Exception:  # cupy missing or no GPU: its devices simply aren't available

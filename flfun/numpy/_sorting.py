@@ -1,6 +1,7 @@
 """Sorting, searching and set functions of ``flfun.numpy``: ``sort``, ``argsort``, ``searchsorted``, the
-``unique_*`` family (array API 2024.12), ``lexsort``, ``partition`` and ``argpartition``. All are built on the ``sort`` primitive, which is always stable; NaNs sort last (first when
-descending, since a descending sort is the reverse of an ascending one with ties kept in order)."""
+``unique_*`` family (array API 2024.12), ``lexsort``, ``partition`` and ``argpartition``. All are built on the
+``sort`` primitive, which is always stable; NaNs sort last (first when descending, since a descending sort is the
+reverse of an ascending one with ties kept in order)."""
 from typing import NamedTuple, Sequence
 
 import numpy as np

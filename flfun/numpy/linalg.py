@@ -95,8 +95,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
         out = {1: lax_reduce.reduce_sum, math.inf: lax_reduce.reduce_max, -math.inf: lax_reduce.reduce_min}[ord](
             lax.abs(x), axes)
     elif ord == 0:
-        nonzero = lax.convert_element_type(lax.ne(x, lax_shape.full((), 0, x.dtype)), x.dtype)
-        out = lax_reduce.reduce_sum(nonzero, axes)
+        out = lax_reduce.reduce_sum(lax.convert_element_type(lax.ne(x, lax_shape.full((), 0, x.dtype)), x.dtype), axes)
     else:
         p = float(ord)
         powered = lax.pow(lax.abs(x), lax_shape.full((), p, x.dtype))
