@@ -157,12 +157,14 @@ def adamw(learning_rate: ScalarOrSchedule = 1e-3, b1: float = 0.9, b2: float = 0
 
     def update(grads, state, params=None):
         count = state.count + 1
-        t = _cast(count, fnp.float32)
+        # the bias corrections in float64 when a parameter is float64, else float32 (the hot case)
+        ftype = fnp.float64 if any(g.dtype == fnp.float64 for g in tree_leaves(grads)) else fnp.float32
+        t = _cast(count, ftype)
         mu = tree_map(lambda m, g: b1 * m + (1.0 - b1) * g, state.mu, grads)
         nu = tree_map(lambda v, g: b2 * v + (1.0 - b2) * (g * g), state.nu, grads)
         lr = _lr(learning_rate, state.count)
-        step_size = lr / (1.0 - fnp.power(np.float32(b1), t))
-        bc2_sqrt = fnp.sqrt(1.0 - fnp.power(np.float32(b2), t))
+        step_size = lr / (1.0 - fnp.power(ftype.type(b1), t))
+        bc2_sqrt = fnp.sqrt(1.0 - fnp.power(ftype.type(b2), t))
         updates = tree_map(lambda m, v: -step_size * m / (fnp.sqrt(v) / bc2_sqrt + eps), mu, nu)
         if weight_decay:
             _need_params(params, "adamw")

@@ -68,6 +68,14 @@ def test_adamw_matches_torch_formula(wd):
     np.testing.assert_allclose(pa, torch_adamw_reference(p0, grads, 3e-2, 0.8, 0.99, 1e-6, 0.0), rtol=2e-6, atol=2e-6)
 
 
+def test_adamw_in_float64_keeps_float64_precision():
+    rng = np.random.default_rng(1)
+    p0, grads = rng.standard_normal(5), [rng.standard_normal(5) for _ in range(8)]
+    p, _ = run(optim.adamw(3e-2, b1=0.8, b2=0.99, eps=1e-6, weight_decay=0.1), p0, grads)
+    assert p.dtype == np.float64
+    np.testing.assert_allclose(p, torch_adamw_reference(p0, grads, 3e-2, 0.8, 0.99, 1e-6, 0.1), rtol=1e-13, atol=1e-13)
+
+
 def test_against_torch_when_installed():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(1)

@@ -24,7 +24,6 @@ def _truncnorm_kurtosis():
 
 @pytest.mark.parametrize("factory, shape, std, kind, bound", [
     # (factory, shape, expected std, distribution, the largest |w| allowed)
-    (lambda: init.uniform(0.5), (256, 256), 0.5 / math.sqrt(3), "uniform", 0.5),
     (lambda: init.truncated_normal(0.3), (256, 256), 0.3 * 0.87962566, "truncated", 0.6),
     (lambda: init.variance_scaling(2.0, "fan_out", "normal"), (64, 1024), math.sqrt(2 / 1024), "normal", None),
     (lambda: init.glorot_normal(), (256, 128), math.sqrt(2 / 384), "truncated", 2 * math.sqrt(2 / 384) / 0.8796),
@@ -42,6 +41,12 @@ def test_initializer_statistics(factory, shape, std, kind, bound):
         assert np.abs(w).max() <= bound * (1 + 1e-6)
     else:   # a normal tail: about 4.55% beyond 2 standard deviations
         assert abs(np.mean(np.abs(w) > 2 * std) - 0.0455) < 0.005
+
+
+def test_uniform_initializer_draws_from_zero_to_scale_like_jax():
+    w = np.asarray(init.uniform(0.5)(K, (256, 256)), dtype=np.float64)
+    assert w.min() >= 0.0 and w.max() < 0.5
+    np.testing.assert_allclose([w.mean(), w.std()], [0.25, 0.5 / math.sqrt(12)], rtol=0.02)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])

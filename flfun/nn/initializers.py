@@ -39,8 +39,8 @@ def normal(stddev: float = 1e-2) -> Initializer:
 
 
 def uniform(scale: float = 1e-2) -> Initializer:
-    """``uniform(0.1)(key, shape)``: U[-scale, scale)."""
-    return lambda key, shape, dtype=np.float32: random.uniform(key, shape, dtype, -scale, scale)
+    """``uniform(0.1)(key, shape)``: U[0, scale), as ``jax.nn.initializers.uniform``."""
+    return lambda key, shape, dtype=np.float32: random.uniform(key, shape, dtype, 0.0, scale)
 
 
 def truncated_normal(stddev: float = 1e-2, lower: float = -2.0, upper: float = 2.0) -> Initializer:
