@@ -67,8 +67,7 @@ def _check_perm(axes, x, op):
     except TypeError:
         raise TypeError(f"{op}: axes must be a sequence of ints, got {axes!r}") from None
     nd = x.ndim
-    if len(axes) != nd or sorted(a % nd if nd else a for a in axes) != list(range(nd)) or \
-            any(not -nd <= a < nd for a in axes):
+    if any(not -nd <= a < nd for a in axes) or sorted(a % nd for a in axes) != list(range(nd)):
         raise ValueError(f"{op}: axes {axes} are not a permutation of the axes of {short(x)}")
     return tuple(a % nd for a in axes)
 
@@ -125,8 +124,7 @@ def moveaxis(x, source, destination, /) -> Array:
         (3, 4, 2)
     """
     x = _arr(x)
-    src = _axis_list(source, x.ndim, "moveaxis")
-    dst = _axis_list(destination, x.ndim, "moveaxis")
+    src, dst = (_axis_list(a, x.ndim, "moveaxis") for a in (source, destination))
     if len(src) != len(dst):
         raise ValueError(f"moveaxis: source {source} and destination {destination} must have the same length")
     order = [i for i in range(x.ndim) if i not in src]
@@ -353,9 +351,8 @@ def tile(x, repetitions, /) -> Array:
     nd = builtins.max(x.ndim, len(reps))
     reps = (1,) * (nd - len(reps)) + reps
     shape = (1,) * (nd - x.ndim) + tuple(x.shape)
-    x = lax_shape.reshape(x, shape)
     wide = tuple(v for r, d in zip(reps, shape) for v in (r, d))
-    out = lax_shape.broadcast_in_dim(x, wide, tuple(range(1, 2 * nd, 2)))
+    out = lax_shape.broadcast_in_dim(lax_shape.reshape(x, shape), wide, tuple(range(1, 2 * nd, 2)))
     return lax_shape.reshape(out, tuple(r * d for r, d in zip(reps, shape)))
 
 
