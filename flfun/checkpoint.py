@@ -41,12 +41,11 @@ def _child_names(td: PyTreeDef) -> list[str]:
     t, aux, n = td.node_type, td.aux, len(td.children)
     if t is dict:
         return [str(k) for k in aux]
-    if dataclasses.is_dataclass(t):   # static fields sit in aux, in field order; the children are the rest
-        fields = dataclasses.fields(t)
-        names = [f.name for f in fields if len(fields) == n or not f.metadata.get("static")]
-        if len(names) == n:
-            return names
-    elif hasattr(t, "_fields"):
+    if hasattr(t, "__tree_children__"):     # registered with tree.register_dataclass
+        return list(t.__tree_children__)
+    if dataclasses.is_dataclass(t) and len(dataclasses.fields(t)) == n:
+        return [f.name for f in dataclasses.fields(t)]
+    if hasattr(t, "_fields"):
         return list(t._fields)
     return [str(i) for i in range(n)]
 

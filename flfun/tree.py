@@ -58,6 +58,7 @@ def register_dataclass(cls=None, *, static: tuple[str, ...] = ()):
             return obj
 
         register_pytree_node(cls, flatten, unflatten)
+        cls.__tree_children__ = dynamic     # the children's names, for checkpoint paths
         return cls
     return wrap if cls is None else wrap(cls)
 

@@ -1,4 +1,5 @@
 """flfun.checkpoint: safetensors round trips, the on-disk format, atomic writes, corruption and mismatch errors."""
+import dataclasses
 import json
 import os
 import struct
@@ -9,6 +10,7 @@ import pytest
 import flfun.numpy as fnp
 from flfun import checkpoint as ck
 from flfun import nn, optim, random
+from flfun.tree import register_dataclass
 
 
 def read_bytes(path) -> bytes:
@@ -96,6 +98,24 @@ def test_missing_safetensors_says_how_to_install(tmp_path, monkeypatch):
 def test_names_are_tree_paths():
     names, _, _ = ck.tree_paths({"b": (1, 2), "a": {"x": [3]}, "c": nn.Linear(2, 2, key=random.key(0))})
     assert names == ["a.x.0", "b.0", "b.1", "c.weight", "c.bias"]
+
+
+def test_dataclass_children_are_named_by_field_whichever_way_static_fields_are_declared():
+    @register_dataclass(static=("act",))
+    @dataclasses.dataclass
+    class ByArgument:
+        w: object
+        act: str
+        b: object
+
+    @register_dataclass
+    @dataclasses.dataclass
+    class ByMetadata:
+        act: str = dataclasses.field(metadata={"static": True})
+        w: object = None
+
+    tree = {"a": ByArgument(fnp.ones(2), "relu", fnp.ones(1)), "m": ByMetadata("tanh", fnp.ones(3))}
+    assert ck.tree_paths(tree)[0] == ["a.w", "a.b", "m.w"]
 
 
 def test_atomic_overwrite_keeps_old_file_on_failure(tmp_path, monkeypatch):
