@@ -23,7 +23,7 @@ def impls(xp) -> dict:
     def erf(x):
         if xp.__name__ == "numpy":
             return erf_scalar(x).astype(x.dtype, copy=False)
-        import cupyx.scipy.special as special
+        from cupyx.scipy import special
         return special.erf(x)
 
     def shift_right_logical(x, y):

@@ -22,7 +22,7 @@ def _merge_is_view(x, groups) -> bool:
     """Whether reshaping ``x`` by merging consecutive axis ``groups`` (lists of axes) needs no copy."""
     for g in groups:
         dims = [a for a in g if x.shape[a] != 1]
-        for a, b in zip(dims, dims[1:]):
+        for a, b in itertools.pairwise(dims):
             if x.strides[a] != x.strides[b] * x.shape[b]:
                 return False
     return True
@@ -66,7 +66,7 @@ def _dot_general(xp):
     einsum_out = xp.__name__ == "numpy"      # cupy's einsum takes no out=
 
     def dot_general(lhs, rhs, *, dimension_numbers, preferred_element_type=None, out=None):
-        (lc, rc), (lb, rb) = dimension_numbers
+        (lc, rc), (lb, _) = dimension_numbers
         if preferred_element_type is not None and lhs.dtype != preferred_element_type:
             lhs, rhs = lhs.astype(preferred_element_type), rhs.astype(preferred_element_type)
         if not lb and lhs.ndim == 2 and rhs.ndim == 2 and len(lc) == 1:   # plain matmul, maybe transposed
