@@ -88,8 +88,7 @@ def asarray(obj, /, dtype=None, *, device=None, copy: bool | None = None) -> Arr
         return _to_device(_stack_nested(obj, dt or _infer_dtype(obj)), device)
     if hasattr(obj, "__dlpack__") and not isinstance(obj, (np.ndarray, np.generic)):
         return from_dlpack(obj, device=device) if dt is None else asarray(from_dlpack(obj), dt, device=device)
-    if dt is None:
-        dt = _infer_dtype(obj)
+    dt = dt or _infer_dtype(obj)
     dev = device if device is not None else default_device()
     try:
         host = np.array(obj, dtype=dt, copy=True)

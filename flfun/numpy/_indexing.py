@@ -147,8 +147,7 @@ def _index_array(comps, shape):
         if isinstance(c, np.ndarray):
             c = asarray(np.broadcast_to(c, shape), dtypes.int64)
         else:
-            if c.dtype != dtypes.int64:
-                c = E.convert_element_type(c, dtypes.int64)
+            c = c if c.dtype == dtypes.int64 else E.convert_element_type(c, dtypes.int64)
             c = E.select_n(E.lt(c, 0), c, E.add(c, n))       # Python ints are weak: they stay int64
             c = broadcast_to_shape(c, shape)
         parts.append(S.reshape(c, tuple(shape) + (1,)))

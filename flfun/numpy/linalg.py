@@ -17,7 +17,7 @@ from flfun.core import short
 from flfun.numpy._creation import _matrix_stack, eye
 from flfun.numpy._elementwise import where
 from flfun.numpy._linalg import _diagonal_last, matmul, outer as _outer, tensordot, trace as _trace, vecdot
-from flfun.numpy._manipulation import _split_at, matrix_transpose
+from flfun.numpy._manipulation import _split_at, matrix_transpose, moveaxis
 from flfun.numpy._promote import asarray_like, promote, to_float
 from flfun.numpy._reductions import _keep
 from flfun.primitives import decomp as lax_decomp, elementwise as lax, reduce as lax_reduce, shape as lax_shape
@@ -153,8 +153,7 @@ def norm(x, ord=None, axis: int | Sequence[int] | None = None, keepdims: bool = 
     a0, a1 = (canonical_axis(a, x.ndim, "norm") for a in axes)
     if a0 == a1:
         raise ValueError(f"norm: axis names the same axis twice: {axis!r}")
-    rest = tuple(i for i in range(x.ndim) if i not in (a0, a1))
-    out = matrix_norm(lax_shape.transpose(x, rest + (a0, a1)), ord="fro" if ord is None else ord)
+    out = matrix_norm(moveaxis(x, (a0, a1), (-2, -1)), ord="fro" if ord is None else ord)
     return _keep(x, out, (a0, a1), keepdims)
 
 
