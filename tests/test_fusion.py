@@ -406,3 +406,24 @@ def test_generated_c_handles_special_values():
     for e in fused.eqns:
         for v, got in zip(e.outputs, _run_c(e.prim.group, [x, y])):
             np.testing.assert_array_equal(got, want[v.id], err_msg=e.prim.name)
+
+
+@pytest.mark.parametrize("in_c", [False, pytest.param(True, marks=needs_cxx)])
+def test_broadcasts_of_outside_values_join_the_kernel(in_c):
+    """``exp(x * bcast(row)) - bcast(col)``: each broadcast operand is a kernel input read with its own strides."""
+    def f(x, row, col):
+        a = lax.mul(x, S.broadcast_in_dim(row, (3, 4), (1,)))
+        return [lax.sub(lax.exp(a), S.broadcast_in_dim(col, (3, 4), (0,)))]
+    fnp.zeros(1)
+    closed, _ = close_program(*trace_to_program(f, [ShapedArray(s, F32) for s in ((3, 4), (4,), (3,))], dynamic=True))
+    program, consts = closed.program, closed.consts     # not optimized: the broadcasts stay broadcast_in_dim
+    assert sum(e.prim.name == "broadcast_in_dim" for e in program.eqns) == 2
+    fused = fuse_elementwise(program)
+    assert len(fused.eqns) == 1 and isinstance(fused.eqns[0].prim, FusedPrimitive)
+    assert sorted(tuple(s) for s in fused.eqns[0].prim.group.in_shapes) == [(1, 4), (3, 1), (3, 4)]
+    rng = np.random.default_rng(0)
+    args = [rng.uniform(-1, 1, s).astype(F32) for s in ((3, 4), (4,), (3,))]
+    for a, b in zip(_run(program, consts, args, False), _run(program, consts, args, True)):
+        _same(a, b)
+    if in_c:
+        _check_groups_in_c(program, consts, args)
