@@ -40,13 +40,19 @@ def _scalar(value, dtype):
     return lax_shape.full((), value, dtype)
 
 
-def _accumulator_dtype(x, dtype):
-    """The array API's result dtype for sums and products."""
+def _accumulated(x, dtype):
+    """``x`` as an array of the array API's result dtype for sums and products."""
+    x = asarray_like(x)
     if dtype is not None:
-        return dtypes.canonicalize(dtype)
+        return _cast(x, dtypes.canonicalize(dtype))
     if x.dtype == dtypes.bool_ or (dtypes.is_int(x.dtype) and x.dtype.itemsize < 8):
-        return dtypes.uint64 if dtypes.is_unsigned(x.dtype) else dtypes.DEFAULT_INT
-    return x.dtype
+        return _cast(x, dtypes.uint64 if dtypes.is_unsigned(x.dtype) else dtypes.DEFAULT_INT)
+    return x
+
+
+def _reduce(op: str, fn, x, axis, keepdims):
+    axes = _axes(op, axis, len(x.shape))
+    return _keep(x, fn(x, axes), axes, keepdims)
 
 
 def _cast(x, dtype):
@@ -74,10 +80,7 @@ def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
         if _state.tape is not None:           # an eager grad is recording
             _state.tape.record(lax_reduce.reduce_sum_p, params, (x,), (out,))
         return out
-    x = asarray_like(x)
-    x = _cast(x, _accumulator_dtype(x, dtype))
-    axes = _axes("sum", axis, len(x.shape))
-    return _keep(x, lax_reduce.reduce_sum(x, axes), axes, keepdims)
+    return _reduce("sum", lax_reduce.reduce_sum, _accumulated(x, dtype), axis, keepdims)
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
@@ -88,10 +91,7 @@ def prod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
         >>> fnp.prod(fnp.asarray([1., 2., 3.])).tolist()
         6.0
     """
-    x = asarray_like(x)
-    x = _cast(x, _accumulator_dtype(x, dtype))
-    axes = _axes("prod", axis, len(x.shape))
-    return _keep(x, lax_reduce.reduce_prod(x, axes), axes, keepdims)
+    return _reduce("prod", lax_reduce.reduce_prod, _accumulated(x, dtype), axis, keepdims)
 
 
 # --------------------------------------------------------------------------------------------- max, min, ptp
@@ -254,7 +254,7 @@ def any(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.any(fnp.asarray([0, 2])).tolist()
         True
     """
-    return _bool_reduce("any", lax_reduce.reduce_or, x, axis, keepdims)
+    return _reduce("any", lax_reduce.reduce_or, _to_bool(x), axis, keepdims)
 
 
 def all(x, /, *, axis=None, keepdims: bool = False) -> Array:
@@ -265,13 +265,7 @@ def all(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.all(fnp.asarray([1., 0.])).tolist()
         False
     """
-    return _bool_reduce("all", lax_reduce.reduce_and, x, axis, keepdims)
-
-
-def _bool_reduce(op, fn, x, axis, keepdims):
-    x = _to_bool(x)
-    axes = _axes(op, axis, len(x.shape))
-    return _keep(x, fn(x, axes), axes, keepdims)
+    return _reduce("all", lax_reduce.reduce_and, _to_bool(x), axis, keepdims)
 
 
 def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> Array:
@@ -292,7 +286,7 @@ def _scan(op, fn, x, axis, dtype, include_initial=False, initial_value=0):
         if op.startswith("cumulative") and len(x.shape) > 1:
             raise ValueError(f"{op}: axis is required for arrays of rank > 1, got {short(x)}")
         x, axis = lax_shape.reshape(x, (_size(x.shape),)), 0
-    x = _cast(x, _accumulator_dtype(x, dtype))
+    x = _accumulated(x, dtype)
     if len(x.shape) == 0:
         x = lax_shape.reshape(x, (1,))
     ax = canonical_axis(axis, len(x.shape), op)
