@@ -159,8 +159,6 @@ mul_p = _binary("mul", jvp=_sum_rule(lambda t, x, y, out: mul(t, y), lambda t, x
 
 @mul_p.def_transpose
 def _mul_transpose(ct, x, y):
-    if is_undefined(x) and is_undefined(y):
-        raise TypeError("mul: transpose of a product of two linear operands (the function is not linear)")
     if is_undefined(x):
         return [unbroadcast(mul(ct, y), x.aval), None]
     return [None, unbroadcast(mul(x, ct), y.aval)]
@@ -172,8 +170,6 @@ div_p = _binary("div", jvp=_sum_rule(lambda t, x, y, out: div(t, y), lambda t, x
 
 @div_p.def_transpose
 def _div_transpose(ct, x, y):
-    if is_undefined(y):
-        raise TypeError("div: transpose with respect to the divisor (the function is not linear in it)")
     return [unbroadcast(div(ct, y), x.aval), None]
 
 
@@ -236,8 +232,6 @@ def _select_n_jvp(out, primals, tangents):
 
 @select_n_p.def_transpose
 def _select_n_transpose(ct, which, *cases):
-    if is_undefined(which):
-        raise TypeError("select_n: the selector is not a linear input")
     zeros = full(ct.shape, 0, ct.dtype)    # some case is the linear input, so it is needed
     return [None] + [unbroadcast(select_n(which, *[ct if j == i else zeros for j in range(len(cases))]), c.aval)
                      if is_undefined(c) else None for i, c in enumerate(cases)]

@@ -66,8 +66,6 @@ def _gather_jvp(out, primals, tangents, *, axes, batch_dims, mode, fill_value):
 
 @gather_p.def_transpose
 def _gather_transpose(ct, operand, indices, *, axes, batch_dims, mode, fill_value):
-    if is_undefined(indices):
-        raise TypeError("gather: indices are not a linear input")
     return [scatter(_full_like(operand, 0), indices, ct, axes=axes, batch_dims=batch_dims, mode=mode, op="add"),
             None]
 
@@ -160,11 +158,6 @@ def _scatter_jvp(out, primals, tangents, *, axes, batch_dims, mode, op):
 @scatter_p.def_transpose
 def _scatter_transpose(ct, operand, indices, updates, *, axes, batch_dims, mode, op):
     kw = dict(axes=axes, batch_dims=batch_dims, mode=mode)
-    if is_undefined(indices):
-        raise TypeError("scatter: indices are not a linear input")
-    if op in ("min", "max") or (op == "mul" and is_undefined(updates)):
-        raise TypeError(f"scatter: op={op!r} is not linear in its {'updates' if op == 'mul' else 'operands'}, "
-                        f"so it has no transpose")
     ct_upd = gather(ct, indices, fill_value=0 if mode == "fill" else None, **kw) if is_undefined(updates) else None
     if not is_undefined(operand):
         return [None, None, ct_upd]

@@ -358,8 +358,6 @@ def _dynamic_slice_abstract_eval(x, *start_indices, slice_sizes):
 
 @linear(dynamic_slice_p, 1)
 def _dynamic_slice_transpose(ct, x, *idx, slice_sizes):
-    if any(is_undefined(i) for i in idx):
-        raise TypeError("dynamic_slice: start indices are not linear inputs")
     return [dynamic_update_slice(full(x.aval.shape, 0, ct.dtype), ct, idx)] + [None] * len(idx)
 
 
@@ -429,8 +427,6 @@ def _dynamic_update_slice_abstract_eval(x, update, *start_indices):
 
 @linear(dynamic_update_slice_p, 2)
 def _dynamic_update_slice_transpose(ct, x, update, *idx):
-    if any(is_undefined(i) for i in idx):
-        raise TypeError("dynamic_update_slice: start indices are not linear inputs")
     u_shape = _shape_of(update)
     ct_x = dynamic_update_slice(ct, full(u_shape, 0, ct.dtype), idx) if is_undefined(x) else None
     ct_u = dynamic_slice(ct, idx, u_shape) if is_undefined(update) else None
@@ -602,8 +598,6 @@ def _sort_transpose(cts, *operands, dimension, is_stable, num_keys):
     if any(is_undefined(k) for k in operands[:num_keys]):
         raise TypeError("sort: the sort keys are not linear inputs (only the operands they carry are)")
     lin = [i for i in range(num_keys, len(operands)) if is_undefined(operands[i]) and not is_zero(cts[i])]
-    if not lin:
-        return [None] * len(operands)
     keys = operands[:num_keys]
     perm = sort_p.bind(*keys, iota(dtypes.int64, keys[0].shape, dimension), dimension=dimension,
                        is_stable=is_stable, num_keys=num_keys)[-1]
