@@ -39,6 +39,13 @@ bad_dn = lax.ConvDimensionNumbers((0, 1, 2, 9), (0, 1, 2, 3), (0, 1, 2, 3))
      r"^conv_general_dilated: dimension_numbers lhs_spec \(0, 1, 2, 9\) is not a permutation of the 4 axes$"),
     (lambda: lax.conv_general_dilated(img, kernel, (1, 1), "SAME", dimension_numbers=bad_dn), ValueError,
      r"^conv_general_dilated: dimension_numbers lhs_spec \(0, 1, 2, 9\) is not a permutation of the 4 axes$"),
+    # "SAME" padding is computed before the checks: a zero stride divided by zero, a short rhs_dilation was
+    # reported as a short padding
+    (lambda: lax.conv_general_dilated(img, kernel, (0, 1), "SAME"), TypeError,
+     r"^conv_general_dilated: window_strides \(0, 1\) must be positive, got f32\[1,2,5,5\] and f32\[4,2,3,3\]$"),
+    (lambda: lax.conv_general_dilated(img, kernel, (1, 1), "SAME", rhs_dilation=(1,)), TypeError,
+     r"^conv_general_dilated: rhs_dilation \(1,\) needs one entry per spatial dimension \(2\) of f32\[1,2,5,5\] and "
+     r"f32\[4,2,3,3\]$"),
 ])
 def test_user_input_errors(call, error, message):
     with pytest.raises(error, match=message):

@@ -167,8 +167,8 @@ def _conv_general_dilated_abstract_eval(lhs, rhs, *, window_strides, padding, lh
     if nd < 2 or len(rhs.shape) != nd:
         raise TypeError(f"{op}: lhs and rhs must have the same rank (at least 2), got {ops}")
     nsp = nd - 2
-    for name, v in (("window_strides", window_strides), ("padding", padding), ("lhs_dilation", lhs_dilation),
-                    ("rhs_dilation", rhs_dilation)):
+    for name, v in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation), ("rhs_dilation", rhs_dilation),
+                    ("padding", padding)):
         if len(v) != nsp:
             raise TypeError(f"{op}: {name} {tuple(v)} needs one entry per spatial dimension ({nsp}) of {ops}")
         if name != "padding" and any(s < 1 for s in v):
@@ -317,6 +317,7 @@ def conv_dimension_numbers(ndim: int, dimension_numbers) -> ConvDimensionNumbers
 def _same_padding(in_sizes, window, strides, lower: bool):
     pads = []
     for n, k, s in zip(in_sizes, window, strides):
+        s = max(s, 1)     # (a stride below 1 is reported by the abstract eval)
         total = max((-(-n // s) - 1) * s + k - n, 0)
         small = total // 2
         pads.append((total - small, small) if lower else (small, total - small))
