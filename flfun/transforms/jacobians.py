@@ -10,7 +10,7 @@ from flfun.primitives.shape import iota, reshape, slice as slice_
 from flfun.transforms.jvp import jvp
 from flfun.transforms.vjp import _check_argnums, _with_args, vjp
 from flfun.transforms.vmap import vmap
-from flfun.tree import tree_flatten, tree_unflatten
+from flfun.tree import tree_flatten, tree_leaves, tree_unflatten
 from flfun.util import prod
 
 
@@ -40,10 +40,12 @@ def _setup(fname, f, argnums, args):
     function of those arguments."""
     nums, multiple = _check_argnums(fname, argnums, len(args))
     dargs = tuple(args[n] for n in nums)
+    for n, arg in zip(nums, dargs):
+        for aval in map(get_aval, tree_leaves(arg)):
+            if not dtypes.is_float(aval.dtype):
+                raise TypeError(f"{fname}: differentiated inputs must be floating point, got {aval.str_short()} "
+                                f"(argument {n})")
     leaves, tree = tree_flatten(dargs)
-    for leaf in leaves:
-        if not dtypes.is_float(get_aval(leaf).dtype):
-            raise TypeError(f"{fname}: differentiated inputs must be floating point, got {get_aval(leaf).str_short()}")
 
     def g(*d):
         return f(*_with_args(args, nums, d))
@@ -95,7 +97,12 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
         >>> fl.hessian(lambda x: fnp.sum(x ** 3))(fnp.ones(2))   # diag(6, 6)
     """
-    return jacfwd(jacrev(f, argnums), argnums)
+    hess = jacfwd(jacrev(f, argnums), argnums)
+
+    def checked(*args):
+        _setup("hessian", f, argnums, args)     # errors name hessian, not the jacfwd inside
+        return hess(*args)
+    return checked
 
 
 __all__ = ["jacfwd", "jacrev", "hessian"]

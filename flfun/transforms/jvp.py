@@ -47,15 +47,17 @@ class JVPTrace(Trace):
         return [JVPTracer(self, p, t) for p, t in (zip(out, t_out) if prim.multiple_results else [(out, t_out)])]
 
 
-def _tangent_leaves(tangents: tuple, p_leaves: list, p_tree, structure_error: str) -> list:
+def _tangent_leaves(fname: str, tangents: tuple, p_leaves: list, p_tree, structure_error: str) -> list:
     """The leaves of ``tangents`` after checking them against the primals (``structure_error`` is formatted with
-    the primal and tangent structures ``p`` and ``t``)."""
+    the primal and tangent structures ``p`` and ``t``); Python scalars take their primal's dtype."""
     t_leaves, t_tree = tree_flatten(tuple(tangents))
     if t_tree != p_tree:
         raise ValueError(structure_error.format(p=p_tree, t=t_tree))
-    for i, (pa, ta) in enumerate(zip(map(get_aval, p_leaves), map(get_aval, t_leaves))):
+    p_avals = [get_aval(p) for p in p_leaves]
+    t_leaves = [to_array(t, a.dtype) if type(t) in (int, float) else t for t, a in zip(t_leaves, p_avals)]
+    for i, (pa, ta) in enumerate(zip(p_avals, map(get_aval, t_leaves))):
         if pa.shape != ta.shape or (dtypes.is_float(pa.dtype) and pa.dtype != ta.dtype):
-            raise ValueError(f"jvp: tangent {i} has aval {ta.str_short()} but its primal has {pa.str_short()}; "
+            raise ValueError(f"{fname}: tangent {i} has aval {ta.str_short()} but its primal has {pa.str_short()}; "
                              f"they must match")
     return t_leaves
 
@@ -99,7 +101,7 @@ def jvp(f: Callable, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples (one entry per argument of f)")
     p_leaves, p_tree = tree_flatten(tuple(primals))
-    t_leaves = _tangent_leaves(tangents, p_leaves, p_tree, "jvp: primal and tangent structures differ: {p} and {t}")
+    t_leaves = _tangent_leaves("jvp", tangents, p_leaves, p_tree, "jvp: primal and tangent structures differ: {p} and {t}")
     flat, out_tree = flatten_fun(f, p_tree)
     outs, touts = jvp_flat(flat, p_leaves, t_leaves)
     return tree_unflatten(out_tree[0], outs), tree_unflatten(out_tree[0], [instantiate(t) for t in touts])
@@ -132,8 +134,8 @@ def linearize(f: Callable, *primals) -> tuple[Any, Callable]:
     outs, program, consts, zero_avals = linearize_flat(flat, p_leaves)
 
     def f_jvp(*tangents):
-        t_leaves = _tangent_leaves(tangents, p_leaves, p_tree, "linearize: tangent structure {t} does not match "
-                                                               "primals {p}")
+        t_leaves = _tangent_leaves("linearize", tangents, p_leaves, p_tree, "linearize: tangent structure {t} does "
+                                                                            "not match primals {p}")
         it = iter(eval_program(program, consts, t_leaves))
         return tree_unflatten(out_tree[0], [next(it) if a is None else instantiate(Zero(a)) for a in zero_avals])
 

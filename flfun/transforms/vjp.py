@@ -10,13 +10,13 @@ from typing import Any, Callable, Sequence
 
 from flfun.array import Array
 from flfun.config import config
-from flfun.core import _state, bind, get_aval, missing_rule, wrap
+from flfun.core import _state, bind, get_aval, missing_rule, to_array, wrap
 from flfun.ir import Literal, Program, Var
 from flfun.primitives.common import UndefinedPrimal, Zero, instantiate, is_zero
 from flfun.primitives.elementwise import add
 from flfun.primitives.shape import full as full_array
 from flfun.transforms.tape import tape_vjp_flat
-from flfun.transforms.jvp import as_arrays, flatten_fun, linearize_flat
+from flfun.transforms.jvp import JVPTracer, as_arrays, flatten_fun, linearize_flat
 from flfun.tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 
@@ -69,6 +69,16 @@ def vjp_flat_linearized(f: Callable, primals: list):
     return outs, f_vjp
 
 
+def _primal_aux(aux):
+    """``has_aux`` values with the tracers of the finished linearize (under a transform) replaced by their
+    primals; they would leak otherwise."""
+    def lower(x):
+        while isinstance(x, JVPTracer) and not x._trace.main.active:
+            x = x.primal
+        return x
+    return tree_map(lower, aux)
+
+
 def vjp(f: Callable, *primals, has_aux: bool = False):
     """``(f(*primals), f_vjp)`` where ``f_vjp(ct)`` returns one cotangent per primal (pytrees throughout).
 
@@ -86,13 +96,16 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree[0]:
             raise ValueError(f"vjp: cotangent structure {ct_tree} does not match the output's {out_tree[0]}")
+        ct_leaves = [to_array(c, a.dtype if type(c) in (int, float) else None) if not isinstance(c, Array) else c
+                     for c, a in zip(ct_leaves, out_avals)]
         for i, (ca, a) in enumerate(zip(map(get_aval, ct_leaves), out_avals)):
-            if ca.shape != a.shape:
-                raise ValueError(f"vjp: cotangent {i} has shape {ca.shape} but the output has {a.shape}")
+            if ca.shape != a.shape or (a.dtype.kind == "f" and ca.dtype != a.dtype):
+                raise ValueError(f"vjp: cotangent {i} has aval {ca.str_short()} but the output has {a.str_short()}; "
+                                 f"they must match")
         return tree_unflatten(p_tree, [instantiate(c) for c in f_vjp_flat(ct_leaves)])
 
     out = tree_unflatten(out_tree[0], outs)
-    return (out, f_vjp, out_tree[1]) if has_aux else (out, f_vjp)
+    return (out, f_vjp, _primal_aux(out_tree[1])) if has_aux else (out, f_vjp)
 
 
 def _check_argnums(fname, argnums, nargs):
@@ -149,7 +162,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
             seed = wrap(out._device.put(seed._value), out._device)
         grads = [instantiate(g) for g in f_vjp([seed])]
         grads = grads if tree is None else tree_unflatten(tree, grads)
-        return ((out, aux_box[0]) if has_aux else out), grads if multiple else grads[0]
+        return ((out, _primal_aux(aux_box[0])) if has_aux else out), grads if multiple else grads[0]
     return vg
 
 
