@@ -205,25 +205,58 @@ def test_jit_inspection_before_and_after_the_passes():
     np.testing.assert_allclose(np.asarray(compiled(x)), np.sin([1.0, 2.0]))
 
 
-def test_donated_array_cannot_be_read_by_numpy():
+def test_donated_array_cannot_be_read_or_donated_twice():
     x = fnp.asarray(np.array([1.0, 2.0]))
     y = fl.jit(lambda x: x * 2.0, donate_argnums=0)(x)
     np.testing.assert_array_equal(np.asarray(y), [2.0, 4.0])
     with pytest.raises(RuntimeError, match="this Array was donated to a jitted function"):
         np.asarray(x)
+    with pytest.raises(ValueError, match=r"^jit: a donated argument was already donated \(passed twice"):
+        fl.jit(lambda a, b: a + b, donate_argnums=(0, 1))(y, y)
 
 
-def test_jit_arguments_on_different_devices():
-    from flfun.devices import device_put, devices, local_devices, set_cpu_device_count
+class _NoSignature:
+    @property
+    def __signature__(self):
+        raise ValueError("no signature found")
+
+    def __call__(self, x):
+        return -x
+
+
+def test_jit_of_a_callable_without_signature_and_lower_under_a_transform():
+    x = fnp.asarray(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(np.asarray(fl.jit(_NoSignature())(x)), [-1.0, -2.0])
+    with pytest.raises(ValueError, match=r"^jit.lower: the function closes over values traced by an outer "):
+        fl.vmap(lambda v: fl.jit(lambda y: y * v).lower(x))(x)
+
+
+@pytest.fixture
+def two_devices():
+    from flfun.devices import devices, local_devices, set_cpu_device_count
     before = len(local_devices("numpy"))
     set_cpu_device_count(2)
-    try:
-        x = fnp.asarray(np.array([1.0, 2.0]))
-        with pytest.raises(ValueError, match=r"^jit: arguments live on different devices \(cpu:1 and cpu:0\); move "
-                                             r"them with flfun.device_put first$"):
-            fl.jit(lambda a, b: a + b)(device_put(x, devices()[1]), x)
-    finally:
-        set_cpu_device_count(before)
+    yield devices()
+    set_cpu_device_count(before)
+
+
+def test_jit_arguments_on_different_devices(two_devices):
+    from flfun.devices import device_put
+    x = fnp.asarray(np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"^jit: arguments live on different devices \(cpu:1 and cpu:0\); move "
+                                         r"them with flfun.device_put first$"):
+        fl.jit(lambda a, b: a + b)(device_put(x, two_devices[1]), x)
+
+
+@pytest.mark.parametrize("eager_tape", [True, False])
+def test_grad_seeds_the_cotangent_on_the_output_device(two_devices, eager_tape, monkeypatch):
+    from flfun.config import config
+    from flfun.devices import device_put
+    monkeypatch.setattr(config, "eager_tape", eager_tape)
+    x = device_put(fnp.asarray(np.array([1.0, 2.0])), two_devices[1])
+    g = fl.grad(lambda x: fnp.sum(fnp.sin(x)))(x)
+    assert g.device is two_devices[1]
+    np.testing.assert_allclose(np.asarray(g), np.cos([1.0, 2.0]), rtol=1e-12)
 
 
 # ----------------------------------------------------------------------------------------------- user errors
@@ -274,3 +307,33 @@ ONES3, INTS2, F32_2 = np.ones(3), np.arange(2), np.ones(2, np.float32)
 def test_user_input_errors(call, error, message):
     with pytest.raises(error, match="^" + message):
         call()
+
+
+# ------------------------------------------------------------------------------ user primitives without rules
+@pytest.fixture
+def rule_less_primitives():
+    """``test_twice`` (a jvp that applies it to the tangent, no transpose or batching rule) and ``test_bare``
+    (no rules at all)."""
+    from flfun.core import _PRIMITIVES, Primitive, ShapedArray, register_impl
+    prims = {name: Primitive(name) for name in ("test_twice", "test_bare")}
+    for p in prims.values():
+        p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
+        register_impl(p, "numpy", lambda x: x * 2)
+    twice = prims["test_twice"]
+    twice.def_jvp(lambda primals, tangents: (twice.bind(*primals), twice.bind(*tangents)))
+    yield twice, prims["test_bare"]
+    for name in prims:
+        del _PRIMITIVES[name]
+
+
+@pytest.mark.parametrize("transform, which, message", [
+    (lambda p: fl.jvp(p.bind, (X2,), (X2,)), 1, "test_bare: no jvp rule is defined"),
+    (lambda p: fl.grad(lambda x: fnp.sum(p.bind(x)))(fnp.asarray(X2)), 0, "test_twice: no transpose rule is defined"),
+    (lambda p: fl.vjp(p.bind, X2)[1](X2), 0, "test_twice: no transpose rule is defined"),
+    (lambda p: fl.vmap(p.bind)(X2), 0, "test_twice: no batching rule is defined"),
+])
+def test_missing_rules_name_the_primitive(rule_less_primitives, transform, which, message):
+    twice = rule_less_primitives[0]
+    np.testing.assert_array_equal(np.asarray(fl.jvp(twice.bind, (X2,), (X2,))[1]), 2 * X2)
+    with pytest.raises(NotImplementedError, match=message):
+        transform(rule_less_primitives[which])

@@ -48,11 +48,9 @@ def close_program(program: Program, consts: list) -> tuple[ClosedProgram, list]:
 
 
 def trace_closed(fn: Callable, in_avals: list[ShapedArray]) -> ClosedProgram:
-    """Trace ``fn(*tracers) -> list`` into a closed program (used by the call primitive's rules)."""
-    closed, tracers = close_program(*trace_to_program(fn, in_avals, dynamic=True))
-    if tracers:
-        raise core.UnexpectedTracerError("jit: a rule's program captured an outer tracer")
-    return closed
+    """Trace ``fn(*tracers) -> list`` into a closed program (used by the call primitive's rules: ``fn`` evaluates
+    closed programs on its own inputs, so it never captures an outer tracer)."""
+    return close_program(*trace_to_program(fn, in_avals, dynamic=True))[0]
 
 
 BACKEND_COMPILERS: dict[str, Callable] = {}   # backend -> fn(closed, device, donated, strategy): cupy's own

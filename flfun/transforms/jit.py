@@ -36,10 +36,7 @@ class _Donated:
 
     def __getattr__(self, name):
         raise RuntimeError("this Array was donated to a jitted function (donate_argnums) and its buffer was "
-                           "reused; use the function's outputs instead")
-
-    def __array__(self, *a, **k):
-        self.__getattr__("__array__")
+                           "reused; use the function's outputs instead")   # (numpy's __array__ lookup lands here too)
 
 
 _DONATED = _Donated()
