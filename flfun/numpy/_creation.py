@@ -270,13 +270,12 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
         start, stop = 0, start
     if step == 0:
         raise ValueError("arange: step must not be zero")
-    values = (start, stop, step)
+    floats = any(isinstance(v, float) for v in (start, stop, step))
     if dtype is None:
-        dtype = dtypes.DEFAULT_FLOAT if any(isinstance(v, float) for v in values) else dtypes.DEFAULT_INT
+        dtype = dtypes.DEFAULT_FLOAT if floats else dtypes.DEFAULT_INT
     dtype = dtypes.canonicalize(dtype)
     n = max(math.ceil((stop - start) / step), 0)
-    work = dtype if dtypes.is_float(dtype) else dtypes.float64 if any(isinstance(v, float) for v in values) \
-        else dtypes.DEFAULT_INT
+    work = dtype if dtypes.is_float(dtype) else dtypes.float64 if floats else dtypes.DEFAULT_INT
     out = lax_shape.iota(work, (n,), 0)
     if step != 1:
         out = lax.mul(out, lax_shape.full((), step, work))

@@ -64,11 +64,10 @@ def _classify(item):
 
 
 def _slice_bounds(s: slice, n: int, dim: int):
-    for b in (s.start, s.stop, s.step):
-        if isinstance(b, Tracer):
-            raise ConcretizationError(
-                f"getitem: slice bounds along axis {dim} must be concrete (they fix the result's shape), got "
-                f"{s}; for a traced start with a static size use lax.dynamic_slice(x, starts, sizes)")
+    if any(isinstance(b, Tracer) for b in (s.start, s.stop, s.step)):
+        raise ConcretizationError(
+            f"getitem: slice bounds along axis {dim} must be concrete (they fix the result's shape), got "
+            f"{s}; for a traced start with a static size use lax.dynamic_slice(x, starts, sizes)")
     start, stop, step = s.indices(n)
     return start, step, len(range(start, stop, step))
 

@@ -227,10 +227,8 @@ def concat(arrays, /, *, axis: int | None = 0) -> Array:
     if nd == 0:
         raise ValueError("concat: zero-dimensional arrays cannot be concatenated")
     ax = canonical_axis(axis, nd, "concat")
-    for x in xs[1:]:
-        if x.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if i != ax):
-            raise ValueError(f"concat: shapes must match except along axis {ax}, got "
-                             f"{', '.join(short(x) for x in xs)}")
+    if any(x.ndim != nd or x.shape[:ax] + x.shape[ax + 1:] != xs[0].shape[:ax] + xs[0].shape[ax + 1:] for x in xs):
+        raise ValueError(f"concat: shapes must match except along axis {ax}, got {', '.join(short(x) for x in xs)}")
     return xs[0] if len(xs) == 1 else lax_shape.concatenate(xs, ax)
 
 
@@ -248,9 +246,8 @@ def stack(arrays, /, axis: int = 0) -> Array:
         (2, 2)
     """
     xs = _common(arrays, "stack")
-    for x in xs[1:]:
-        if x.shape != xs[0].shape:
-            raise ValueError(f"stack: all arrays must have the same shape, got {', '.join(short(x) for x in xs)}")
+    if any(x.shape != xs[0].shape for x in xs):
+        raise ValueError(f"stack: all arrays must have the same shape, got {', '.join(short(x) for x in xs)}")
     ax = canonical_axis(axis, xs[0].ndim + 1, "stack")
     return concat([lax_shape.expand_dims(x, (ax,)) for x in xs], axis=ax)
 
