@@ -466,3 +466,12 @@ def test_gather_scatter_shape_errors():
         lax.scatter(x, i, fnp.zeros((2, 3)), axes=(0,), op="sub")
     with pytest.raises(ValueError, match=r"^take_along_axis: indices must have the same rank as x"):
         fnp.take_along_axis(x, np.array([0]), axis=0)
+
+
+def test_at_updates_lower_to_one_scatter_with_only_the_indexed_positions():
+    """An update costs the indexed positions, not the array: no iota over x, index rows of size ``len(axes)``."""
+    table, rows, grads = fnp.zeros((1000, 64)), fnp.asarray([3, 1, 3]), fnp.ones((3, 64))
+    ir = str(fl.make_ir(lambda t, i, g: t.at[i].add(g))(table, rows, grads))
+    assert "iota" not in ir and ir.count("scatter") == 1 and "i64[3,1]" in ir
+    ir = str(fl.make_ir(lambda t, g: t.at[2, 1:9].set(g))(table, fnp.ones(8)))
+    assert "iota" not in ir and ir.count("scatter") == 1

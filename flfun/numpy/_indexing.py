@@ -181,12 +181,7 @@ def _getitem(x, idx, mode, fill_value, traced_mode: str):
         y = S.slice(x, (i,) + (0,) * (len(shape) - 1), (i + 1,) + tuple(shape[1:]))
         return S.reshape(y, tuple(shape[1:]))
     entries = _parse(shape, idx, mode)
-    adv = [e for e in entries if e[0] == "adv"]
-    try:
-        adv_shape = tuple(np.broadcast_shapes(*[tuple(e[2].shape) for e in adv]))
-    except ValueError:
-        raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes "
-                         f"{', '.join(str(tuple(e[2].shape)) for e in adv)}") from None
+    adv, adv_shape, plain, block = _layout(entries)
     starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
     flips, int_dims = [], []
     for e in entries:
@@ -204,7 +199,6 @@ def _getitem(x, idx, mode, fill_value, traced_mode: str):
         y = S.slice(y, starts, limits, strides)
     kept = [d for d in range(x.ndim) if d not in int_dims]
     y = S.reshape(y, tuple(y.shape[d] for d in kept))
-    plain = [e for e in entries if e[0] in ("new", "slice")]       # the result's other dims, in order
     sizes = tuple(1 if e[0] == "new" else e[4] for e in plain)
     if not adv:
         return S.reshape(y, sizes)
@@ -212,26 +206,41 @@ def _getitem(x, idx, mode, fill_value, traced_mode: str):
     host = all(isinstance(c, np.ndarray) for c, _ in comps)
     out = gather(y, _index_array(comps, adv_shape), axes=tuple(kept.index(e[1][0]) for e in adv if e[1]),
                  mode=mode or ("promise_in_bounds" if host else traced_mode), fill_value=fill_value)
-    # gather gives (advanced dims, slice dims); numpy puts the advanced block where its indices stand when they
-    # are adjacent, else first
-    pos = [i for i, e in enumerate(entries) if e[0] == "adv"]
-    block = sum(e[0] in ("new", "slice") for e in entries[:pos[0]]) if pos[-1] - pos[0] + 1 == len(pos) else 0
+    # gather gives (advanced dims, slice dims); the advanced block goes after ``block`` plain dims
     n, before = len(adv_shape), sum(e[0] == "slice" for e in plain[:block])
     out = S.transpose(out, (*range(n, n + before), *range(n), *range(n + before, out.ndim)))
     return S.reshape(out, sizes[:block] + adv_shape + sizes[block:])
 
 
+def _layout(entries):
+    """The dims of ``x[idx]`` from its parsed entries: the advanced entries, their broadcast shape, the plain
+    ("new" and "slice") entries in order, and ``block``, the number of plain dims before the advanced block
+    (numpy puts the block where its indices stand when they are adjacent, else first)."""
+    adv = [e for e in entries if e[0] == "adv"]
+    try:
+        adv_shape = tuple(np.broadcast_shapes(*[tuple(e[2].shape) for e in adv]))
+    except ValueError:
+        raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         f"{', '.join(str(tuple(e[2].shape)) for e in adv)}") from None
+    pos = [i for i, e in enumerate(entries) if e[0] == "adv"]
+    adjacent = pos and pos[-1] - pos[0] + 1 == len(pos)
+    block = sum(e[0] in ("new", "slice") for e in entries[:pos[0]]) if adjacent else 0
+    return adv, adv_shape, [e for e in entries if e[0] in ("new", "slice")], block
+
+
 # ------------------------------------------------------------------------------------------------------ updates
 def _update(x, idx, values, op: str, mode, name: str) -> Array:
-    """``x`` with ``values`` combined into ``x[idx]`` by ``op``: ``x[idx]`` of the flat positions of ``x`` says
-    where each value goes (traced out-of-range indices become the out-of-range position ``x.size``: dropped)."""
+    """``x`` with ``values`` combined into ``x[idx]`` by ``op``, as one scatter (traced out-of-range indices are
+    dropped)."""
     if mode == "drop":
         mode = "fill"
     if mode not in _MODES:
         raise ValueError(f"at[].{name}: mode must be one of {_MODES + ('drop',)}, got {mode!r}")
     x = _arr(x)
-    positions = _getitem(S.reshape(S.iota(dtypes.int64, (x.size,), 0), x.shape), idx, mode, x.size, "fill")
-    target = tuple(positions.shape)
+    entries = _parse(x.shape, idx, mode)
+    adv, adv_shape, plain, block = _layout(entries)
+    labels = plain[:block] + [("A", k) for k in range(len(adv_shape))] + plain[block:]
+    target = tuple(adv_shape[lab[1]] if lab[0] == "A" else 1 if lab[0] == "new" else lab[4] for lab in labels)
     v = _arr(values)
     if v.dtype != x.dtype:
         v = E.convert_element_type(v, x.dtype)
@@ -242,9 +251,30 @@ def _update(x, idx, values, op: str, mode, name: str) -> Array:
         raise ValueError(f"at[].{name}: values of shape {tuple(v.shape)} cannot be broadcast to the indexed "
                          f"shape {target}")
     v = broadcast_to_shape(S.reshape(v, vshape), target)
-    out = scatter(S.reshape(x, (x.size,)), S.reshape(positions, target + (1,)), v, axes=(0,),
-                  mode="promise_in_bounds" if mode == "promise_in_bounds" else "fill", op=op)
-    return S.reshape(out, x.shape)
+    # scatter takes the values as (partial slices, advanced dims, whole dims); partial slices become index ranges
+    partial = [e for e in plain if e[0] == "slice" and e[2:] != (0, 1, x.shape[e[1]])]
+    whole = [e for e in plain if e[0] == "slice" and e not in partial]
+    kept = [lab for lab in labels if lab[0] != "new"]
+    v = S.reshape(v, tuple(d for lab, d in zip(labels, target) if lab[0] != "new"))
+    v = S.transpose(v, tuple(kept.index(lab) for lab in partial + labels[block:block + len(adv_shape)] + whole))
+    if not partial and not any(e[0] in ("adv", "int") for e in entries):      # the whole array
+        return v if op == "set" else {"add": E.add, "mul": E.mul, "min": E.min, "max": E.max}[op](x, v)
+    comps, axes = [], []
+    for e in entries:
+        if e[0] == "int":
+            comps.append((np.asarray(e[2]), x.shape[e[1]]))
+            axes.append(e[1])
+        elif e[0] == "adv" and e[1]:
+            comps.append((e[2], x.shape[e[1][0]]))
+            axes.append(e[1][0])
+        elif e in partial:     # its range, placed at its position among the partial dims
+            r = e[2] + e[3] * np.arange(e[4])
+            comps.append((r.reshape((-1,) + (1,) * (len(partial) - 1 - partial.index(e) + len(adv_shape))),
+                          x.shape[e[1]]))
+            axes.append(e[1])
+    host = all(isinstance(c, np.ndarray) for c, _ in comps)
+    indices = _index_array(comps, tuple(e[4] for e in partial) + adv_shape)
+    return scatter(x, indices, v, axes=tuple(axes), mode=mode or ("promise_in_bounds" if host else "fill"), op=op)
 
 
 class IndexUpdateHelper:
