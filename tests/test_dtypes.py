@@ -45,3 +45,17 @@ def test_defaults_and_float64_is_kept():
 def test_short_names():
     assert dtypes.short_name("float32") == "f32" and dtypes.short_name("uint8") == "u8"
     assert fnp.ones((3, 4)).aval_str() == "f32[3,4]"
+
+
+def test_lists_infer_their_dtype_as_asarray_does_in_every_function():
+    for f in (lambda v: fnp.sum(v), lambda v: fnp.add(v, v), lambda v: fnp.reshape(v, (2, 1)),
+              lambda v: fnp.maximum(v, 0.5), lambda v: fnp.asarray(v)):
+        assert f([1.0, 2.0]).dtype == fnp.float32 and f([1, 2]).dtype in (fnp.int64, fnp.float32)
+    assert fnp.add(fnp.ones(2, dtype="float64"), [1.0]).dtype == fnp.float64
+
+
+@pytest.mark.parametrize("make", [lambda: fnp.asarray(1 + 2j), lambda: fnp.add(fnp.ones(2), 1j),
+                                  lambda: fnp.multiply([1j], fnp.ones(1))])
+def test_complex_numbers_are_a_clear_error(make):
+    with pytest.raises(TypeError, match=r"flfun has no complex dtypes, got the complex number"):
+        make()

@@ -8,8 +8,14 @@ _SCALARS = (int, float, bool)
 
 
 def asarray_like(x):
-    """An Array or Tracer for ``x`` (numpy arrays and Python scalars are converted, not promoted)."""
-    return x if isinstance(x, Array) else to_array(x)
+    """An Array or Tracer for ``x`` (numpy arrays and Python scalars are converted, not promoted; nested lists
+    infer their dtype as ``fnp.asarray`` does)."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, (list, tuple)):
+        from flfun.numpy._creation import asarray
+        return asarray(x)
+    return to_array(x)
 
 
 def dtype_and_weak(x):
@@ -20,7 +26,9 @@ def dtype_and_weak(x):
     if hasattr(x, "dtype") and not isinstance(x, type):
         return dtypes.canonicalize(x.dtype), False
     if isinstance(x, (list, tuple)):
-        return to_array(x).dtype, False
+        return asarray_like(x).dtype, False
+    if isinstance(x, complex):
+        raise TypeError(f"flfun has no complex dtypes, got the complex number {x!r}")
     return dtypes.canonicalize(x), False     # a dtype (result_type, can_cast)
 
 
