@@ -377,7 +377,10 @@ def to_array(x, dtype=None) -> Array:
     dev = default_device()
     if dtype is None and type(x) in (int, float, bool):
         dtype = dtypes.scalar_dtype(x)
-    return wrap(dev.put(np.array(x, dtype=dtype, copy=True)), dev)
+    value = np.array(x, dtype=dtype, copy=True)
+    if value.dtype not in dtypes.SUPPORTED:
+        raise TypeError(f"{type(x).__name__} is not a valid flfun array type (dtype {value.dtype}): {x!r:.80}")
+    return wrap(dev.put(value), dev)
 
 
 def _one_device(name: str, args) -> list:

@@ -99,3 +99,27 @@ def test_jvp_argument_errors():
         fl.jvp(fnp.sin, (fnp.ones(3),), (fnp.ones(2),))
     with pytest.raises(TypeError, match="primals and tangents must be tuples"):
         fl.jvp(fnp.sin, fnp.ones(3), fnp.ones(3))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: fl.grad(lambda x: x.sum(), argnums=True)(fnp.ones(2)),
+     "grad: argnums must be an int or a tuple of ints, got True"),
+    (lambda: fl.jacfwd(lambda x: x, argnums=(True,))(fnp.ones(2)),
+     r"jacfwd: argnums must be an int or a tuple of ints, got \(True,\)"),
+    (lambda: fl.vmap(lambda x: x.sum(), in_axes=True)(fnp.ones((2, 3))),
+     "vmap: in_axes entries must be int or None, got True"),
+    (lambda: fl.jit(lambda x: (x, "abc"))(fnp.ones(2)), r"str is not a valid flfun array type \(dtype <U3\): 'abc'"),
+])
+def test_bools_are_not_axes_and_strings_are_not_arrays(call, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        call()
+
+
+def test_integer_inputs_have_zero_tangents_whatever_tangent_is_given():
+    """Integer inputs have no tangent space (jax asks for float0 tangents): every path gives 0."""
+    i = fnp.asarray([3, 4])
+    for f in (lambda i: i * 2, lambda i: i @ i, lambda i: fnp.cumsum(i)):
+        out, t = fl.jvp(f, (i,), (fnp.asarray([1, 1]),))
+        assert t.dtype == out.dtype and not np.asarray(t).any()
+    _, t = fl.jvp(lambda i, x: i * x, (fnp.asarray(3), fnp.asarray(2.0)), (fnp.asarray(5), fnp.asarray(1.0)))
+    assert float(t) == 3.0

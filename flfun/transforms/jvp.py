@@ -67,10 +67,17 @@ def as_arrays(xs: list) -> list:
     return [x if isinstance(x, Array) else to_array(x) for x in xs]
 
 
+def _input_tangent(primal, t):
+    """Integer and boolean inputs have no tangent space: whatever tangent they were given is a symbolic zero."""
+    if not dtypes.is_float(primal.dtype):
+        return Zero(tangent_aval(primal))
+    return t if is_zero(t) or isinstance(t, Array) else to_array(t)
+
+
 def jvp_flat(f: Callable, primals: list, tangents: list) -> tuple[list, list]:
     """Flat jvp: ``f(*primals) -> list``; tangents may be ``Zero``; output tangents may be ``Zero``."""
     primals = as_arrays(primals)
-    tangents = [t if is_zero(t) or isinstance(t, Array) else to_array(t) for t in tangents]
+    tangents = [_input_tangent(p, t) for p, t in zip(primals, tangents)]
     with new_main(JVPTrace) as main:
         outs = [full_raise(main.trace, o) for o in f(*[JVPTracer(main.trace, p, t) for p, t in zip(primals, tangents)])]
         return [o.primal for o in outs], [o.tangent for o in outs]

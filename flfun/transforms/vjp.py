@@ -113,7 +113,9 @@ def _check_argnums(fname, argnums, nargs):
         return (argnums % nargs,), False
     multiple = isinstance(argnums, (tuple, list))
     nums = tuple(argnums) if multiple else (argnums,)
-    if any(not isinstance(n, int) or not -nargs <= n < nargs for n in nums):
+    if any(not isinstance(n, int) or isinstance(n, bool) for n in nums):
+        raise ValueError(f"{fname}: argnums must be an int or a tuple of ints, got {argnums!r}")
+    if any(not -nargs <= n < nargs for n in nums):
         raise ValueError(f"{fname}: argnums {argnums} out of range for {nargs} positional arguments")
     return tuple(n % nargs for n in nums), multiple
 

@@ -93,7 +93,7 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None
         dims, sizes = [], {}        # a None axis is not_mapped
         for i, (x, ax) in enumerate(zip(leaves, axes)):
             if ax is not None:
-                if not isinstance(ax, int):
+                if not isinstance(ax, int) or isinstance(ax, bool):
                     raise ValueError(f"vmap: in_axes entries must be int or None, got {ax!r}")
                 shape = get_aval(x).shape
                 if not -len(shape) <= ax < len(shape):
