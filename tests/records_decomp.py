@@ -67,6 +67,27 @@ def _qr(ns, qr):
     return fn
 
 
+def _gram(ns, q):
+    return ns.matrix_transpose(q) @ q
+
+
+def _full_svd(ns, svd):
+    """Invariants of the full SVD: the reconstruction from the first k columns / rows, u^T u, vh vh^T, s."""
+    def fn(a):
+        u, s, vh = svd(a)
+        k = s.shape[-1]
+        return (u[..., :k] * s[..., None, :]) @ vh[..., :k, :], _gram(ns, u), _gram(ns, ns.matrix_transpose(vh)), s
+    return fn
+
+
+def _complete_qr(ns, qr):
+    """Invariants of the complete QR: q r, q^T q, the part of r below the diagonal."""
+    def fn(a):
+        q, r = qr(a)
+        return q @ r, _gram(ns, q), ns.tril(r, -1)
+    return fn
+
+
 _np_svd = lambda x: np.linalg.svd(x, full_matrices=False)
 _TOL = {"atol": 1e-4, "rtol": 1e-4}
 RECORDS = [
@@ -77,6 +98,11 @@ RECORDS = [
     OpRecord("qr", _qr(fnp, decomp.qr), _qr(np, np.linalg.qr), _mats(square=False, tall=True), **_TOL),
     OpRecord("qr", _qr(fnp, decomp.qr), _qr(np, np.linalg.qr), _mats(square=False, tall=False), diff=False,
              name="qr_wide", **_TOL),
+    OpRecord("svd", _full_svd(fnp, lambda x: decomp.svd(x, full_matrices=True)), _full_svd(np, np.linalg.svd),
+             _mats(square=False), diff=False, name="svd_full", **_TOL),
+    OpRecord("qr", _complete_qr(fnp, lambda x: decomp.qr(x, full_matrices=True)),
+             _complete_qr(np, lambda x: np.linalg.qr(x, mode="complete")), _mats(square=False), diff=False,
+             name="qr_complete", **_TOL),
     OpRecord("solve", lambda a, b: decomp.solve(_spread(fnp, a), b), lambda a, b: np.linalg.solve(_spread(np, a), b),
              _mats(rhs=True), **_TOL),
     OpRecord("slogdet", lambda a: decomp.slogdet(_spread(fnp, a, -1.0)),

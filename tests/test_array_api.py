@@ -533,7 +533,7 @@ DECOMPOSITIONS = {"cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_rank", "
 
 def _decomposition_call(draw, name):
     """Float (stacks of) matrices: symmetric for eigh / eigvalsh, positive definite for cholesky, square where the
-    function needs it, otherwise any (full_matrices / mode only where flfun's reduced forms cover them)."""
+    function needs it, otherwise any."""
     dt = draw(st.sampled_from(["float32", "float64"]))
     batch = draw(shapes(max_dims=2, max_side=2))
     m = draw(st.integers(1, 4))
@@ -548,11 +548,9 @@ def _decomposition_call(draw, name):
         _maybe(draw, kw, "upper", st.booleans())
     if name in ("matrix_rank", "pinv"):
         _maybe(draw, kw, "rtol", st.sampled_from([0.0, 1e-3, 0.5]))
-    if name == "svd" and m == n:
+    if name == "svd":
         _maybe(draw, kw, "full_matrices", st.booleans())
-    if name == "svd" and m != n:
-        kw["full_matrices"] = False
-    if name == "qr" and m <= n:
+    if name == "qr":
         _maybe(draw, kw, "mode", st.sampled_from(["reduced", "complete"]))
     if name == "solve":
         b = batch[draw(st.integers(0, len(batch))):]

@@ -482,10 +482,14 @@ def test_decomposition_errors():
         decomp.solve_p.transpose(fnp.ones((2, 1)), UndefinedPrimal(ShapedArray((2, 2), np.float32)), fnp.ones((2, 1)))
     with pytest.raises(ValueError, match=r"cholesky: x must be a \(stack of\) square matrices, got f32\[2,3\]"):
         LA.cholesky(fnp.ones((2, 3)))
-    with pytest.raises(NotImplementedError, match="svd: full_matrices=True needs square matrices"):
-        LA.svd(fnp.ones((2, 3)))
-    with pytest.raises(NotImplementedError, match="qr: mode='complete' is not implemented for tall matrices"):
-        LA.qr(fnp.ones((3, 2)), mode="complete")
+    with pytest.raises(NotImplementedError, match=r"^svd: derivatives of full_matrices=True are not implemented for "
+                                                  r"f32\[2,3\] \(the extra columns of u / rows of vh are not "
+                                                  r"unique\); use full_matrices=False$"):
+        fl.grad(lambda a: LA.svd(a).U.sum())(fnp.ones((2, 3)))
+    with pytest.raises(NotImplementedError, match=r"^qr: derivatives of full_matrices=True are not implemented for "
+                                                  r"f64\[2,3,2\] \(the extra columns of q are not unique\); use "
+                                                  r"full_matrices=False \(mode='reduced' in fnp.linalg.qr\)$"):
+        fl.jvp(lambda a: LA.qr(a, mode="complete").R, (_rand((2, 3, 2)),), (_rand((2, 3, 2)),))
     with pytest.raises(ValueError, match="qr: mode must be 'reduced' or 'complete', got 'r'"):
         LA.qr(fnp.ones((3, 2)), mode="r")
     with pytest.raises(ValueError, match=r"solve: x2 must be \(M,\) or \(\.\.\., M, K\) with M = 2, got f32\[3\]"):
@@ -505,6 +509,31 @@ def test_decomposition_extras():
     check_grads(lambda a: LA.slogdet(a).logabsdet, (spd,), order=2)
     check_grads(lambda a: LA.cholesky(a + fnp.matrix_transpose(a)), (spd,), order=2, atol=1e-3)
     check_grads(lambda a: LA.svdvals(a), (x[0],), order=2, atol=1e-3)
+
+
+def test_full_svd_and_complete_qr():
+    """The standard's defaults (full U / Vh, complete Q) on tall, wide and batched matrices, eager and under jit;
+    on square matrices full_matrices=True is the reduced form and differentiates like it."""
+    for shape in [(4, 2), (2, 5), (3, 4, 2), (2, 1, 3)]:
+        x = _rand(shape)
+        for fn in (LA.svd, fl.jit(LA.svd)):
+            u, s, vh = fn(fnp.asarray(x))
+            assert (u.shape, vh.shape) == (shape[:-1] + shape[-2:-1], shape[:-2] + shape[-1:] * 2)
+            _close(s, np.linalg.svd(x, compute_uv=False))
+            _close(fnp.matrix_transpose(u) @ u, np.broadcast_to(np.eye(shape[-2]), u.shape), atol=1e-12)
+            _close(vh @ fnp.matrix_transpose(vh), np.broadcast_to(np.eye(shape[-1]), vh.shape), atol=1e-12)
+            k = s.shape[-1]
+            _close((u[..., :k] * s[..., None, :]) @ vh[..., :k, :], x, atol=1e-12)
+        q, r = fl.jit(lambda a: LA.qr(a, mode="complete"))(fnp.asarray(x))
+        assert (q.shape, r.shape) == (shape[:-1] + shape[-2:-1], shape)
+        _close(q @ r, x, atol=1e-12)
+        _close(fnp.tril(r, -1), np.zeros(shape))
+    sq = fnp.asarray(_rand((3, 3)) + 10 * np.eye(3))
+    for op in (lax.svd, lax.qr):
+        full, reduced = (fl.grad(lambda a: sum(o.sum() ** 2 for o in op(a, full_matrices=f)))(sq)
+                         for f in (True, False))
+        _close(full, reduced, atol=0)
+        assert np.abs(np.asarray(full)).max() > 0
 
 
 def test_decomposition_failures_name_the_operation():

@@ -1,8 +1,8 @@
 """``flfun.numpy.linalg``: the array-API linear-algebra extension, as far as flfun's primitives reach.
 
 Provided: the whole 2024.12 extension for real floats (decompositions through ``flfun/primitives/decomp.py``;
-``svd(full_matrices=True)`` and ``qr(mode='complete')`` only where that is the reduced form, i.e. square / wide
-matrices), plus numpy's norm and matrix_power. Not provided: eig, eigvals, lstsq, tensorinv, tensorsolve, cond,
+derivatives of ``svd(full_matrices=True)`` / ``qr(mode='complete')`` only where that is the reduced form), plus
+numpy's norm and matrix_power. Not provided: eig, eigvals, lstsq, tensorinv, tensorsolve, cond,
 multi_dot.
 """
 import math
@@ -234,9 +234,10 @@ def eigvalsh(x, /) -> Array:
 
 
 def svd(x, /, *, full_matrices: bool = True) -> SVDResult:
-    """Singular value decomposition ``x = U diag(S) Vh`` (``S`` descending). flfun computes the reduced form, so
-    ``full_matrices=True`` (the standard's default) raises ``NotImplementedError`` for non-square matrices;
-    derivatives assume distinct, nonzero singular values.
+    """Singular value decomposition ``x = U[..., :K] diag(S) Vh[..., :K, :]`` (``S`` descending, ``K = min(M, N)``):
+    ``U`` is (..., M, M) and ``Vh`` (..., N, N) with ``full_matrices=True`` (the standard's default), else (..., M, K)
+    and (..., K, N). Derivatives assume distinct, nonzero singular values; for non-square matrices they need
+    ``full_matrices=False`` (the extra columns are not unique).
 
     Example::
 
@@ -244,10 +245,7 @@ def svd(x, /, *, full_matrices: bool = True) -> SVDResult:
         (2,)
     """
     x = _matrices("svd", x, square=False)
-    if full_matrices and x.shape[-1] != x.shape[-2]:
-        raise NotImplementedError(f"svd: full_matrices=True needs square matrices (flfun computes the reduced "
-                                  f"decomposition), got {short(x)}; pass full_matrices=False")
-    return SVDResult(*lax_decomp.svd(x))
+    return SVDResult(*lax_decomp.svd(x, full_matrices and x.shape[-1] != x.shape[-2]))
 
 
 def svdvals(x, /) -> Array:
@@ -256,9 +254,9 @@ def svdvals(x, /) -> Array:
 
 
 def qr(x, /, *, mode: str = "reduced") -> QRResult:
-    """QR decomposition ``x = Q R`` (``Q`` with orthonormal columns, ``R`` upper triangular). ``mode='complete'``
-    raises ``NotImplementedError`` for tall matrices (only the reduced form is computed); derivatives need at least
-    as many rows as columns.
+    """QR decomposition ``x = Q R`` (``Q`` with orthonormal columns, ``R`` upper triangular): ``Q`` (..., M, K) and
+    ``R`` (..., K, N) with ``K = min(M, N)``, or with ``mode='complete'`` ``Q`` (..., M, M) and ``R`` (..., M, N).
+    Derivatives need at least as many rows as columns, and ``mode='reduced'`` for tall matrices.
 
     Example::
 
@@ -269,9 +267,7 @@ def qr(x, /, *, mode: str = "reduced") -> QRResult:
     x = _matrices("qr", x, square=False)
     if mode not in ("reduced", "complete"):
         raise ValueError(f"qr: mode must be 'reduced' or 'complete', got {mode!r}")
-    if mode == "complete" and x.shape[-2] > x.shape[-1]:
-        raise NotImplementedError(f"qr: mode='complete' is not implemented for tall matrices, got {short(x)}")
-    return QRResult(*lax_decomp.qr(x))
+    return QRResult(*lax_decomp.qr(x, mode == "complete" and x.shape[-2] > x.shape[-1]))
 
 
 def slogdet(x, /) -> SlogdetResult:

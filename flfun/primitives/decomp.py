@@ -1,7 +1,8 @@
-"""Matrix decompositions: ``cholesky``, ``eigh``, ``svd`` and ``qr`` (both reduced), ``solve`` and ``slogdet``, on
-stacks of float32 / float64 matrices in the last two axes (leading axes are batch axes, so batching moves the
-mapped axis to the front). The jvps are the standard formulas (as in ``jax.lax.linalg``): eigh and svd assume
-distinct eigen / singular values, qr's needs at least as many rows as columns. ``solve`` is linear in its
+"""Matrix decompositions: ``cholesky``, ``eigh``, ``svd`` and ``qr`` (reduced, or full with ``full_matrices``),
+``solve`` and ``slogdet``, on stacks of float32 / float64 matrices in the last two axes (leading axes are batch
+axes, so batching moves the mapped axis to the front). The jvps are the standard formulas (as in
+``jax.lax.linalg``): eigh and svd assume distinct eigen / singular values, qr's needs at least as many rows as
+columns, and full forms have none where they add columns (those are not unique). ``solve`` is linear in its
 right-hand side (it transposes there). Impls are in ``flfun/backends/xp/decomp.py``.
 """
 from __future__ import annotations
@@ -47,15 +48,15 @@ def _gaps_inv(eye, d):
 
 
 def _unary(name: str, multiple_results: bool = False, out_shapes=None) -> Primitive:
-    """A decomposition of one operand; ``out_shapes(batch, m, n)`` gives its results' shapes."""
+    """A decomposition of one operand; ``out_shapes(batch, m, n, **params)`` gives its results' shapes."""
     p = Primitive(name, multiple_results=multiple_results)
 
-    def abstract_eval(x):
+    def abstract_eval(x, **params):
         _check(name, x, square=name != "svd" and name != "qr")
-        shapes = out_shapes(tuple(x.shape[:-2]), *x.shape[-2:])
+        shapes = out_shapes(tuple(x.shape[:-2]), *x.shape[-2:], **params)
         return [ShapedArray(s, x.dtype) for s in shapes] if multiple_results else ShapedArray(shapes[0], x.dtype)
     p.def_abstract_eval(abstract_eval)
-    p.def_batch(front_batch(lambda size, x: p.bind(x)))
+    p.def_batch(front_batch(lambda size, x, **params: p.bind(x, **params)))
     return p
 
 
@@ -97,13 +98,25 @@ def eigh(x):
 
 
 # --------------------------------------------------------------------------------------------------------- svd
-svd_p = _unary("svd", True, lambda b, m, n: [b + (m, min(m, n)), b + (min(m, n),), b + (min(m, n), n)])
+def _full_jvp_error(op: str, x, extra: str, fix: str = "full_matrices=False"):
+    return NotImplementedError(f"{op}: derivatives of full_matrices=True are not implemented for {short(x)} ({extra} "
+                               f"are not unique); use {fix}")
+
+
+def _svd_shapes(b, m, n, full_matrices):
+    k = min(m, n)
+    return [b + (m, m if full_matrices else k), b + (k,), b + (n if full_matrices else k, n)]
+
+
+svd_p = _unary("svd", True, _svd_shapes)
 
 
 @jvp_rule(svd_p, float_only=False)
-def _svd_jvp(out, primals, tangents):
+def _svd_jvp(out, primals, tangents, *, full_matrices):
     (u, s, vh), (x,), (t,) = out, primals, tangents
     v, (m, n) = _T(vh), x.shape[-2:]
+    if full_matrices and m != n:
+        raise _full_jvp_error("svd", x, "the extra columns of u / rows of vh")
     ds = _mm(_T(u), _mm(t, v))
     sr, sc = expand_dims(s, (-2,)), expand_dims(s, (-1,))   # a row, a column
     f = _gaps_inv(_mask(s.shape[-1], s.dtype), mul(add(sr, sc), sub(sr, sc)))     # 1 / (s_j^2 - s_i^2)
@@ -116,19 +129,28 @@ def _svd_jvp(out, primals, tangents):
     return [du, _diag(ds), _T(dv)]
 
 
-def svd(x):
-    """Reduced singular value decomposition: ``u, s, vh = lax.svd(x)`` with ``x = u diag(s) vh``, ``s``
-    descending, ``k = min(m, n)`` columns in ``u`` and rows in ``vh``."""
-    return bind(svd_p, x)
+def svd(x, full_matrices: bool = False):
+    """Singular value decomposition: ``u, s, vh = lax.svd(x)`` with ``x = u[..., :k] diag(s) vh[..., :k, :]``,
+    ``s`` descending, ``k = min(m, n)``; ``u`` is (..., m, k) and ``vh`` (..., k, n), or with ``full_matrices``
+    square orthogonal (..., m, m) and (..., n, n)."""
+    return bind(svd_p, x, full_matrices=bool(full_matrices))
 
 
 # ---------------------------------------------------------------------------------------------------------- qr
-qr_p = _unary("qr", True, lambda b, m, n: [b + (m, min(m, n)), b + (min(m, n), n)])
+def _qr_shapes(b, m, n, full_matrices):
+    k = m if full_matrices else min(m, n)
+    return [b + (m, k), b + (k, n)]
+
+
+qr_p = _unary("qr", True, _qr_shapes)
 
 
 @jvp_rule(qr_p, float_only=False)
-def _qr_jvp(out, primals, tangents):
+def _qr_jvp(out, primals, tangents, *, full_matrices):
     (q, r), (x,), (t,) = out, primals, tangents
+    if full_matrices and x.shape[-2] > x.shape[-1]:
+        raise _full_jvp_error("qr", x, "the extra columns of q",
+                              "full_matrices=False (mode='reduced' in fnp.linalg.qr)")
     if x.shape[-2] < x.shape[-1]:
         raise NotImplementedError(f"qr: derivatives need at least as many rows as columns, got {short(x)}")
     t_rinv = _T(solve(_T(r), _T(t)))
@@ -138,9 +160,11 @@ def _qr_jvp(out, primals, tangents):
     return [add(_mm(q, sub(do, qt)), t_rinv), _mm(sub(qt, do), r)]
 
 
-def qr(x):
-    """Reduced QR decomposition: ``q, r = lax.qr(x)``, ``q`` with orthonormal columns, ``r`` upper triangular."""
-    return bind(qr_p, x)
+def qr(x, full_matrices: bool = False):
+    """QR decomposition: ``q, r = lax.qr(x)``, ``q`` with orthonormal columns, ``r`` upper triangular; reduced
+    (``q`` (..., m, k), ``r`` (..., k, n), ``k = min(m, n)``) or with ``full_matrices`` ``q`` square (..., m, m)
+    and ``r`` (..., m, n)."""
+    return bind(qr_p, x, full_matrices=bool(full_matrices))
 
 
 # ----------------------------------------------------------------------------------------------------- slogdet

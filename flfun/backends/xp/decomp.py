@@ -9,13 +9,14 @@ def impls(xp):
 
     def named(name, fn):
         """``fn`` whose LinAlgError (a singular or indefinite matrix, no convergence) names the operation."""
-        def impl(*args):
+        def impl(*args, **params):
             try:
-                return fn(*args)
+                return fn(*args, **params)
             except la.LinAlgError as e:
                 raise la.LinAlgError(f"{name}: {e} (input {', '.join(map(short, args))})") from None
         return impl
     fns = {"cholesky": la.cholesky, "solve": la.solve, "eigh": lambda x: list(la.eigh(x)),
-           "svd": lambda x: list(la.svd(x, full_matrices=False)), "qr": lambda x: list(la.qr(x)),
+           "svd": lambda x, full_matrices: list(la.svd(x, full_matrices=full_matrices)),
+           "qr": lambda x, full_matrices: list(la.qr(x, mode="complete" if full_matrices else "reduced")),
            "slogdet": lambda x: list(la.slogdet(x))}
     return {name: named(name, fn) for name, fn in fns.items()}
