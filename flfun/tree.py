@@ -74,7 +74,12 @@ class PyTreeDef(NamedTuple):
         return 1 if self.node_type is None else sum(c.num_leaves for c in self.children)
 
     def __repr__(self) -> str:
-        return "*" if self.node_type is None else f"{self.node_type.__name__}({', '.join(map(repr, self.children))})"
+        if self.node_type is None:
+            return "*"
+        kids = list(map(repr, self.children))
+        if self.node_type is dict:
+            kids = [f"{k!r}: {kid}" for k, kid in zip(self.aux, kids)]
+        return f"{self.node_type.__name__}({', '.join(kids)})"
 
 
 LEAF = PyTreeDef(None, None, ())

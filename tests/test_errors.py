@@ -123,3 +123,8 @@ def test_integer_inputs_have_zero_tangents_whatever_tangent_is_given():
         assert t.dtype == out.dtype and not np.asarray(t).any()
     _, t = fl.jvp(lambda i, x: i * x, (fnp.asarray(3), fnp.asarray(2.0)), (fnp.asarray(5), fnp.asarray(1.0)))
     assert float(t) == 3.0
+
+
+def test_structure_errors_show_dict_keys():
+    with pytest.raises(ValueError, match=r"tuple\(dict\('w': \*\)\) and tuple\(dict\('v': \*\)\)"):
+        fl.jvp(lambda d: d["w"], ({"w": fnp.ones(2)},), ({"v": fnp.ones(2)},))
