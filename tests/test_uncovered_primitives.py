@@ -46,6 +46,8 @@ bad_dn = lax.ConvDimensionNumbers((0, 1, 2, 9), (0, 1, 2, 3), (0, 1, 2, 3))
     (lambda: lax.conv_general_dilated(img, kernel, (1, 1), "SAME", rhs_dilation=(1,)), TypeError,
      r"^conv_general_dilated: rhs_dilation \(1,\) needs one entry per spatial dimension \(2\) of f32\[1,2,5,5\] and "
      r"f32\[4,2,3,3\]$"),
+    (lambda: lax.gather(fnp.zeros((2, 0)), fnp.asarray([[0]]), axes=(1,)), IndexError,
+     r"^gather: mode='clip' has no position to clamp to in the empty axis 1 of f32\[2,0\]$"),
 ])
 def test_user_input_errors(call, error, message):
     with pytest.raises(error, match=message):
@@ -114,3 +116,22 @@ def test_grad_wrt_both_operands_through_linearize(f):
     g_tape = fl.grad(lambda x, y: sum(fnp.sum(o) for o in fl.tree_leaves(f(x, y))), argnums=(0, 1))
     for a, b in zip(g(fnp.asarray(x), fnp.asarray(y)), g_tape(fnp.asarray(x), fnp.asarray(y))):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
+
+
+def test_gather_from_an_empty_axis():
+    """Every position along an empty axis is out of bounds: mode='fill' reads the fill value (numpy's indexing
+    raised IndexError), eagerly, under jit and vmap, with batch dims; with no indices even 'clip' is fine."""
+    empty = fnp.zeros((0, 2))
+
+    def fill(i):
+        return lax.gather(empty, i, axes=(0,), mode="fill", fill_value=1.0)
+    for f in (fill, fl.jit(fill)):
+        out = f(fnp.asarray([[0], [5]]))
+        assert out.dtype == fnp.float32 and out.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert fl.vmap(fill)(fnp.zeros((3, 1, 1), dtype="int32")).tolist() == [[[1.0, 1.0]]] * 3
+    batched = lax.gather(fnp.zeros((2, 0, 3)), fnp.zeros((2, 1, 1), dtype="int32"), axes=(1,), batch_dims=1,
+                         mode="fill")
+    assert batched.shape == (2, 1, 3) and np.isnan(np.asarray(batched)).all()
+    assert lax.gather(empty, fnp.zeros((0, 1), dtype="int32"), axes=(0,)).shape == (0, 2)
+    grad = fl.grad(lambda x: lax.gather(x, fnp.asarray([[0]]), axes=(0,), mode="fill").sum())(empty)
+    assert grad.shape == (0, 2)

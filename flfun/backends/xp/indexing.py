@@ -10,6 +10,8 @@ import operator
 
 import numpy as np
 
+from flfun.core import short
+
 
 def default_fill(dtype):
     """gather's default ``fill_value``: NaN, the signed minimum, the unsigned maximum, or True."""
@@ -54,10 +56,16 @@ def impls(xp) -> dict:
         return perm, idx, valid, ishape, rest
 
     def gather(operand, indices, *, axes, batch_dims, mode, fill_value):
-        operand = xp.asarray(operand)
-        perm, idx, valid, ishape, rest = plan(operand, xp.asarray(indices), axes, batch_dims, mode)
+        operand, indices = xp.asarray(operand), xp.asarray(indices)
+        empty = [a for a in axes if operand.shape[a] == 0]
+        if empty and mode == "clip" and indices.size:
+            raise IndexError(f"gather: mode='clip' has no position to clamp to in the empty axis {empty[0]} of "
+                             f"{short(operand)}")
+        perm, idx, valid, ishape, rest = plan(operand, indices, axes, batch_dims, mode)
         if not idx:
             out = xp.broadcast_to(operand, tuple(ishape) + operand.shape)
+        elif empty:                    # every read is out of bounds: plan's mask is all False
+            out = xp.zeros(tuple(ishape) + rest, operand.dtype)
         else:
             out = operand.transpose(perm)[idx]
         if valid is not None:
