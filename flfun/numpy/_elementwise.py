@@ -221,14 +221,20 @@ isinf = _if_float(lambda x: lax.and_(lax.not_(lax.is_finite(x)), lax.eq(x, x)), 
 
 
 def round(x, /, decimals: int = 0):
-    """Round half to even (``decimals`` digits): ``fnp.round(fnp.asarray([0.5, 1.5])) -> [0., 2.]``."""
+    """Round half to even to ``decimals`` digits (integers change only for negative ``decimals``, as in numpy):
+    ``fnp.round(fnp.asarray([0.5, 1.5])) -> [0., 2.]``."""
     x = asarray_like(x)
-    if not dtypes.is_float(x.dtype):
+    if not isinstance(decimals, (int, np.integer)):
+        raise TypeError(f"round: decimals must be an int, got {decimals!r}")
+    if decimals >= 0 and not dtypes.is_float(x.dtype) or x.dtype == dtypes.bool_:
         return x
     if decimals == 0:
         return lax.round(x)
-    scale = 10.0 ** decimals
-    return divide(lax.round(multiply(x, scale)), scale)
+    y = x if dtypes.is_float(x.dtype) else lax.convert_element_type(x, np.dtype(np.float64))   # numpy's way
+    # as numpy: divide by 10**-decimals rather than multiply by the inexact 10**decimals
+    scale_up, scale_down = (multiply, divide) if decimals > 0 else (divide, multiply)
+    y = scale_down(lax.round(scale_up(y, 10.0 ** abs(decimals))), 10.0 ** abs(decimals))
+    return y if y.dtype == x.dtype else lax.convert_element_type(y, x.dtype)
 
 
 around = round
@@ -367,9 +373,8 @@ def nan_to_num(x, /, nan=0.0, posinf=None, neginf=None):
     if not dtypes.is_float(x.dtype):
         return x
     info = np.finfo(x.dtype)
-    x = where(isnan(x), nan, x)
-    x = where(lax.and_(isinf(x), lax.gt(x, _const(x, 0))), info.max if posinf is None else posinf, x)
-    return where(lax.and_(isinf(x), lax.lt(x, _const(x, 0))), info.min if neginf is None else neginf, x)
+    big = where(lax.gt(x, _const(x, 0)), info.max if posinf is None else posinf, info.min if neginf is None else neginf)
+    return where(isnan(x), nan, where(isinf(x), big, x))
 
 
 __all__ = ["abs", "absolute", "acos", "acosh", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",

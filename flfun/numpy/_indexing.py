@@ -339,13 +339,16 @@ def _prepare_take(indices, n: int, mode, op: str):
         if mode not in _MODES:
             raise ValueError(f"{op}: mode must be one of {_MODES + ('raise', 'wrap')}, got {mode!r}")
         return indices, mode
-    if not isinstance(indices, Tracer):
-        a = np.asarray(indices)
-        if a.dtype.kind not in "iu":
-            raise IndexError(f"{op}: indices must be integers, got dtype {a.dtype}")
+    a = indices if isinstance(indices, Tracer) else np.asarray(indices)
+    if a.dtype.kind not in "iu":
+        raise IndexError(f"{op}: indices must be integers, got dtype {a.dtype}")
+    if n == 0 and a.size:
+        raise IndexError(f"{op}: cannot take from an empty axis with mode={mode!r}")
+    if not isinstance(a, Tracer):
         return (np.mod(a, n) if mode == "wrap" else np.clip(a, 0, n - 1)), "promise_in_bounds"
-    lo, nn, hi = (S.full((), v, indices.dtype) for v in (0, n, n - 1))
-    wrapped = E.rem(E.add(E.rem(indices, nn), nn), nn) if mode == "wrap" else E.clamp(lo, indices, hi)
+    a = a if a.dtype == dtypes.int64 else E.convert_element_type(a, dtypes.int64)   # n may not fit a's dtype
+    lo, nn, hi = (S.full((), v, dtypes.int64) for v in (0, n, n - 1))
+    wrapped = E.rem(E.add(E.rem(a, nn), nn), nn) if mode == "wrap" else E.clamp(lo, a, hi)
     return wrapped, "promise_in_bounds"
 
 
@@ -390,7 +393,6 @@ def _along_axis(x, indices, axis, op: str, broadcast_x: bool = True):
     if batch is None or (not broadcast_x and batch != outer[0]):
         raise ValueError(f"{op}: indices of shape {tuple(ind.shape)} do not broadcast against {short(x)} "
                          f"outside axis {axis}")
-    ind = _check_host(ind, x.shape[axis], axis, None) if host else ind
     return x, tuple(ind if d == axis else np.arange(n).reshape((-1,) + (1,) * (x.ndim - 1 - d))
                     for d, n in enumerate(x.shape))
 
