@@ -180,3 +180,159 @@ def test_cumsum_of_0d(value, axis):
 def test_reprs():
     assert repr(fnp.asarray([1.0, 2.0]).at) == "IndexUpdateHelper(Array([1., 2.]))"
     assert repr(fnp.__array_namespace_info__()) == "flfun.numpy.__array_namespace_info__()"
+
+
+# ------------------------------------------------------------------------------------------ small numpy gaps
+@pytest.mark.parametrize("value", [np.array([True, False]), np.array([-1, 0, 2]), np.array([1, 200], np.uint8),
+                                   np.array([-0.0, 0.0, -1.5], np.float32)])
+def test_signbit_matches_numpy(value):
+    """A bool input used to fail inside lax.lt ('lt: requires numeric operands')."""
+    got = fnp.signbit(fnp.asarray(value))
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(_np(got), np.signbit(value))
+
+
+@pytest.mark.parametrize("dtype, want", [(float, np.float32), ("float64", np.float64), (np.int32, np.int32)])
+def test_einsum_dtype_follows_flfun_dtype_names(dtype, want):
+    """``dtype=float`` is float32 in flfun (as in fnp.zeros); einsum used np.dtype(float) = float64."""
+    a, b = np.arange(6).reshape(2, 3), np.arange(12).reshape(3, 4)
+    got = fnp.einsum("ij,jk->ik", a, b, dtype=dtype)
+    assert got.dtype == want
+    np.testing.assert_array_equal(_np(got), a @ b)
+
+
+@pytest.mark.parametrize("obj, error, message", [
+    ("abc", TypeError, r"^asarray: cannot convert str to an array: "),
+    (object(), TypeError, r"^asarray: cannot convert object to an array: "),
+    (1 + 2j, TypeError, r"^asarray: cannot convert complex to an array: flfun has no complex dtypes"),
+    ([[1, 2], [3]], ValueError, r"^asarray: cannot convert list to an array: setting an array element"),
+])
+def test_asarray_errors_name_asarray_and_the_input(obj, error, message):
+    with pytest.raises(error, match=message):
+        fnp.asarray(obj)
+
+
+x23 = fnp.arange(6.0).reshape(2, 3)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    # creation
+    (lambda: fnp.asarray([fnp.ones(2), []]), ValueError,
+     r"^asarray: a nested sequence holding arrays cannot contain empty sequences$"),
+    (lambda: fnp.arange(fnp.asarray([1, 2])), ValueError, r"^arange: start must be a scalar, got shape \(2,\)$"),
+    (lambda: fnp.arange(0, "a"), TypeError, r"^arange: stop must be a real number, got str$"),
+    (lambda: fnp.diag(fnp.ones((2, 2, 2))), ValueError, r"^diag: v must be 1-D or 2-D, got f32\[2,2,2\]$"),
+    # elementwise
+    (lambda: fnp.invert(fnp.ones(2)), TypeError, r"^invert: requires integer or boolean input, got float32$"),
+    (lambda: fnp.negative(fnp.asarray([True])), TypeError, r"^negative: not defined for boolean input$"),
+    (lambda: fnp.where(fnp.asarray([0, 1]), 1.0), ValueError, r"^where: pass both x1 and x2, or neither$"),
+    # indexing
+    (lambda: fl.jit(lambda i: x23[i])(fnp.asarray([1.0])), IndexError,
+     r"^getitem: only integers, .* got an array of f32\[1\]$"),
+    (lambda: fnp.getitem(x23, 0, mode="wrap"), ValueError,
+     r"^getitem: mode must be one of \(None, 'clip', 'fill', 'promise_in_bounds'\), got 'wrap'$"),
+    (lambda: x23.at[0].set(1.0, mode="wrap"), ValueError,
+     r"^at\[\]\.set: mode must be one of \(None, 'clip', 'fill', 'promise_in_bounds', 'drop'\), got 'wrap'$"),
+    (lambda: fnp.take(x23, [0], mode="bogus"), ValueError,
+     r"^take: mode must be one of \(None, 'clip', 'fill', 'promise_in_bounds', 'raise', 'wrap'\), got 'bogus'$"),
+    (lambda: fnp.take(x23, [1.0], mode="clip"), IndexError, r"^take: indices must be integers, got dtype float64$"),
+    (lambda: fnp.take_along_axis(x23, fnp.asarray([[2]]), axis=None), ValueError,
+     r"^take_along_axis: with axis=None, indices must be 1-d, got shape \(1, 1\)$"),
+    (lambda: fnp.take_along_axis(x23, fnp.asarray([[2.0]]), axis=1), IndexError,
+     r"^take_along_axis: indices must be integers, got dtype float32$"),
+    (lambda: fnp.take_along_axis(x23, fnp.asarray([[2], [1], [0]]), axis=1), ValueError,
+     r"^take_along_axis: indices of shape \(3, 1\) do not broadcast against f32\[2,3\] outside axis 1$"),
+    (lambda: fnp.put_along_axis(fnp.ones((1, 3)), fnp.asarray([[2], [0]]), 1.0, axis=1), ValueError,
+     r"^put_along_axis: indices of shape \(2, 1\) do not broadcast against f32\[1,3\] outside axis 1$"),
+    (lambda: fnp.nonzero(fnp.asarray(1.0)), ValueError,
+     r"^nonzero: 0-d arrays are not supported; use fnp.atleast_1d\(x\) first$"),
+    (lambda: fnp.compress(fnp.asarray([[True]]), x23), ValueError,
+     r"^compress: condition must be 1-d, got shape \(1, 1\)$"),
+    (lambda: fnp.compress(fnp.asarray([True] * 7), x23), ValueError,
+     r"^compress: condition has 7 entries but axis 0 of f32\[6\] has 6$"),
+    # linalg
+    (lambda: fnp.tensordot(x23, x23, axes=[0]), ValueError,
+     r"^tensordot: axes must be an int or a pair of axis sequences, got \[0\]$"),
+    (lambda: fnp.tensordot(x23, x23, axes=([1, 0], [0])), ValueError,
+     r"^tensordot: axes must name as many axes of each operand, got \(\[1, 0\], \[0\]\)$"),
+    (lambda: fnp.tensordot(x23, x23, axes=([1, 1], [0, 1])), ValueError,
+     r"^tensordot: repeated axis in axes=\(\[1, 1\], \[0, 1\]\)$"),
+    (lambda: fnp.vecdot(1.0, 2.0), ValueError, r"^vecdot: operands must have at least one dimension, got scalars$"),
+    (lambda: fnp.vecdot(x23, fnp.ones(3), axis=0), ValueError,
+     r"^vecdot: axis 0 is not an axis of both f32\[2,3\] and f32\[3\]$"),
+    (lambda: fnp.diagonal(fnp.ones(3)), ValueError,
+     r"^diagonal: the array must have at least 2 dimensions, got f32\[3\]$"),
+    (lambda: fnp.einsum("ij,jk->i.k", x23, x23), ValueError, r"^einsum: invalid output subscripts 'i.k'$"),
+    (lambda: fnp.einsum("ii", x23), ValueError,
+     r"^einsum: repeated label 'i' has different sizes in an operand of shape \(2, 3\)$"),
+    (lambda: fnp.einsum(x23, [0, 1]), ValueError, r"^einsum: the first argument must be a subscripts string"),
+    (lambda: fnp.einsum("ij"), ValueError, r"^einsum: at least one operand is required$"),
+    # manipulation
+    (lambda: fnp.permute_dims(x23, (0.0, 1)), TypeError,
+     r"^permute_dims: axes must be a sequence of ints, got \(0.0, 1\)$"),
+    (lambda: fnp.squeeze(fnp.ones((1, 1)), axis=(0, -2)), ValueError, r"^squeeze: repeated axis in \(0, -2\)$"),
+    (lambda: fnp.concat([]), ValueError, r"^concat: need at least one array$"),
+    (lambda: fnp.array_split(x23, 0, axis=1), ValueError,
+     r"^array_split: the number of sections must be positive, got 0$"),
+    (lambda: fnp.tile(x23, (2, -1)), ValueError, r"^tile: repetitions must be non-negative, got \(2, -1\)$"),
+    (lambda: fnp.roll(x23, 1.5), ValueError,
+     r"^roll: shift and axis must be ints or 1-D sequences of ints, got 1.5, 0$"),
+    # sequences of different lengths used to raise numpy's broadcast error
+    (lambda: fnp.roll(x23, (1, 2), axis=(0, 1, 0)), ValueError,
+     r"^roll: shift and axis must be ints or 1-D sequences of ints, got \(1, 2\), \(0, 1, 0\)$"),
+    (lambda: fnp.diff(x23, n=-1), ValueError, r"^diff: n must be a non-negative int, got -1$"),
+    (lambda: fnp.diff(x23, n=1.5), ValueError, r"^diff: n must be a non-negative int, got 1.5$"),   # was a bare
+    # reductions and sorting
+    (lambda: fnp.sum(fnp.asarray(1.0), axis=1), ValueError, r"^sum: axis 1 is out of bounds for an array of rank 0$"),
+    (lambda: fnp.average(x23, axis=(0, 1), weights=fnp.ones(3)), ValueError,
+     r"^average: weights must be 1-D along an int axis when shapes differ, got weights f32\[3\] for a f32\[2,3\] "
+     r"and axis=\(0, 1\)$"),
+    (lambda: fnp.searchsorted(fnp.arange(3.0), 1.0, side="middle"), ValueError,
+     r"^searchsorted: side must be 'left' or 'right', got 'middle'$"),
+    (lambda: fnp.searchsorted(x23, 1.0), ValueError, r"^searchsorted: x1 must be 1-d, got 2-d$"),
+])
+def test_user_input_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_traced_entries_of_an_index_list_and_out_of_range_ints_with_a_mode():
+    """``x[[i, 0]]`` with a traced ``i`` builds the index array by stacking; an out-of-range int with a mode is an
+    advanced index (jax.numpy's fill / clip)."""
+    ref = np.asarray(x23)
+    np.testing.assert_array_equal(_np(fl.jit(lambda i: x23[[i, 0]])(fnp.asarray(1))), ref[[1, 0]])
+    got = fl.vmap(lambda i: x23[:, [i, -1]])(fnp.asarray([0, 1, -3]))
+    np.testing.assert_array_equal(_np(got), np.stack([ref[:, [i, -1]] for i in (0, 1, -3)]))
+    np.testing.assert_array_equal(_np(fnp.getitem(x23, (slice(None), 5), mode="fill", fill_value=-1)), [-1, -1])
+    np.testing.assert_array_equal(_np(fnp.getitem(x23, (slice(None), -4), mode="clip")), ref[:, 0])
+    np.testing.assert_array_equal(_np(x23.at[:, 5].add(1.0, mode="clip")), ref + [0, 0, 1])
+    np.testing.assert_array_equal(_np(x23.at[5].set(1.0, mode="drop")), ref)
+
+
+def test_take_along_axis_and_put_along_axis_with_axis_none():
+    ref = np.asarray(x23)
+    idx = np.array([5, 0, -1])
+    np.testing.assert_array_equal(_np(fnp.take_along_axis(x23, fnp.asarray(idx), axis=None)),
+                                  np.take_along_axis(ref, idx, axis=None))
+    want = ref.copy()
+    np.put_along_axis(want, np.array([2, 0]), 9.0, axis=None)
+    np.testing.assert_array_equal(_np(fnp.put_along_axis(x23, fnp.asarray([2, 0]), 9.0, axis=None)), want)
+
+
+@pytest.mark.parametrize("cond, axis", [([True, False, True, True], None), ([1, 0, 2], 1)])
+def test_compress_matches_numpy(cond, axis):
+    np.testing.assert_array_equal(_np(fnp.compress(fnp.asarray(cond), x23, axis=axis)),
+                                  np.compress(cond, np.asarray(x23), axis=axis))
+
+
+@pytest.mark.parametrize("args", [(0.5, 5.5, 1.0), (0.0, 1.0, 0.3), (1, 10, 3)])
+def test_arange_int_dtype_with_float_bounds(args):
+    np.testing.assert_array_equal(_np(fnp.arange(*args, dtype="int64")), np.arange(*args, dtype="int64"))
+
+
+@pytest.mark.parametrize("stop, num, dtype", [(2.0, 3, "int64"), (2.0, 5, "int32"), (-2.0, 3, "int64"),
+                                              (2.0, 5, "float64")])
+def test_logspace_dtype(stop, num, dtype):
+    got, ref = fnp.logspace(0.0, stop, num, dtype=dtype), np.logspace(0.0, stop, num, dtype=dtype)
+    assert got.dtype == ref.dtype
+    np.testing.assert_allclose(_np(got), ref, rtol=1e-6)

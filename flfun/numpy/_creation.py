@@ -88,12 +88,11 @@ def asarray(obj, /, dtype=None, *, device=None, copy: bool | None = None) -> Arr
         return _to_device(_stack_nested(obj, dt or _infer_dtype(obj)), device)
     if hasattr(obj, "__dlpack__") and not isinstance(obj, (np.ndarray, np.generic)):
         return from_dlpack(obj, device=device) if dt is None else asarray(from_dlpack(obj), dt, device=device)
-    dt = dt or _infer_dtype(obj)
     dev = device if device is not None else default_device()
     try:
-        host = np.array(obj, dtype=dt, copy=True)
-    except ValueError as e:
-        raise ValueError(f"asarray: cannot convert {type(obj).__name__} to an array: {e}") from None
+        host = np.array(obj, dtype=dt or _infer_dtype(obj), copy=True)
+    except (TypeError, ValueError) as e:     # a str or object leaf is not read as a dtype name
+        raise type(e)(f"asarray: cannot convert {type(obj).__name__} to an array: {e}") from None
     return wrap(dev.put(host), dev)
 
 

@@ -230,7 +230,7 @@ def round(x, /, decimals: int = 0):
         return x
     if decimals == 0:
         return lax.round(x)
-    y = x if dtypes.is_float(x.dtype) else lax.convert_element_type(x, np.dtype(np.float64))   # numpy's way
+    y = x if dtypes.is_float(x.dtype) else lax.convert_element_type(x, dtypes.float64)   # numpy's way
     # as numpy: divide by 10**-decimals rather than multiply by the inexact 10**decimals
     scale_up, scale_down = (multiply, divide) if decimals > 0 else (divide, multiply)
     y = scale_down(lax.round(scale_up(y, 10.0 ** abs(decimals))), 10.0 ** abs(decimals))
@@ -322,6 +322,8 @@ def signbit(x, /):
     x = asarray_like(x)
     if dtypes.is_float(x.dtype):   # atan2(-0.0, -1) = -pi keeps a zero's sign, with no division by zero
         return lax.lt(lax.atan2(x, lax.neg(_const(x, 1))), _const(x, 0))
+    if x.dtype == dtypes.bool_:
+        return lax.full(x.shape, False, dtypes.bool_)
     return lax.lt(x, _const(x, 0))
 
 

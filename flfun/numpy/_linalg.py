@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from flfun import dtypes
 from flfun.array import Array
 from flfun.core import _state, short, wrap
 from flfun.numpy._promote import asarray_like, promote
@@ -332,8 +333,8 @@ def einsum(subscripts: str, /, *operands, optimize="greedy", dtype=None) -> Arra
         raise ValueError("einsum: at least one operand is required")
     arrays = promote("einsum", *operands)
     if dtype is not None:
-        arrays = [lax.convert_element_type(x, np.dtype(dtype)) if x.dtype != np.dtype(dtype) else x
-                  for x in arrays]
+        dt = dtypes.canonicalize(dtype)
+        arrays = [lax.convert_element_type(x, dt) if x.dtype != dt else x for x in arrays]
     in_labels, out_labels = _parse_einsum(subscripts, [x.ndim for x in arrays])
     ops = [_take_diagonals(x, lab) for x, lab in zip(arrays, in_labels)]
     sizes = {}

@@ -412,7 +412,10 @@ def roll(x, /, shift, axis=None) -> Array:
     x = _arr(x)
     if axis is None:
         return reshape(roll(ravel(x), shift, axis=0), x.shape)
-    shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
+    try:
+        shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
+    except ValueError:
+        shifts = axes = np.zeros((0, 0))     # sequences of different lengths: the error below
     if shifts.ndim > 1 or shifts.dtype.kind not in "iu" or axes.dtype.kind not in "iu":
         raise ValueError(f"roll: shift and axis must be ints or 1-D sequences of ints, got {shift!r}, {axis!r}")
     for s, a in zip(shifts.ravel().tolist(), axes.ravel().tolist()):
@@ -436,8 +439,8 @@ def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> Arra
     """
     x = _arr(x)
     ax = canonical_axis(axis, x.ndim, "diff")
-    if operator.index(n) < 0:
-        raise ValueError(f"diff: n must be non-negative, got {n}")
+    if not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"diff: n must be a non-negative int, got {n!r}")
     if n == 0:
         return x
     x = concat([a for a in (prepend, x, append) if a is not None], axis=ax)
