@@ -1,10 +1,10 @@
-"""Generic checks for every primitive in the op table: forward vs numpy (float64 reference), jvp vs finite
-differences, the vjp/jvp dot-product identity (every transpose rule), and vmap vs a Python loop."""
+"""Generic checks for every primitive in the op table: forward vs numpy (float64 reference), jit vs eager, jvp vs
+finite differences, the vjp/jvp dot-product identity (every transpose rule), and vmap vs a Python loop."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 import flfun as fl
 import flfun.numpy as fnp
@@ -38,6 +38,24 @@ def test_forward_matches_numpy(rec, dtype, data):
         tol = (rec.atol, rec.rtol) if dtype in ("float32",) else (1e-9, 1e-9)
         np.testing.assert_allclose(o.astype(np.float64) if o.dtype.kind != "b" else o, e, atol=tol[0],
                                    rtol=tol[1], err_msg=rec.name)
+
+
+@pytest.mark.parametrize("rec,dtype", FWD, ids=[f"{r.name}-{d}" for r, d in FWD])
+@settings(max_examples=max(3, settings().max_examples // 4))      # each example compiles a program
+@given(data=st.data())
+def test_jit_matches_eager(rec, dtype, data):
+    """The planned, optimized and fused program computes what the eager impls compute."""
+    args, params = data.draw(rec.args(dtype))
+    args = [fnp.asarray(a) for a in args]
+    eager = fl.tree_leaves(rec.fn(*args, **params))
+    jitted = fl.tree_leaves(fl.jit(lambda *a: rec.fn(*a, **params))(*args))
+    assert len(eager) == len(jitted)
+    for e, j in zip(eager, jitted):
+        e, j = np.asarray(e), np.asarray(j)
+        assert j.shape == e.shape and j.dtype == e.dtype, f"{rec.name}: jit gave {j.dtype}{j.shape}, eager " \
+                                                          f"{e.dtype}{e.shape}"
+        tol = 1e-5 if e.dtype == np.float16 or dtype == "float32" else 1e-12
+        np.testing.assert_allclose(j, e, rtol=tol, atol=tol, err_msg=rec.name)
 
 
 @pytest.mark.parametrize("rec", DIFF, ids=[r.name for r in DIFF])
