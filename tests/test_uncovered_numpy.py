@@ -336,3 +336,10 @@ def test_logspace_dtype(stop, num, dtype):
     got, ref = fnp.logspace(0.0, stop, num, dtype=dtype), np.logspace(0.0, stop, num, dtype=dtype)
     assert got.dtype == ref.dtype
     np.testing.assert_allclose(_np(got), ref, rtol=1e-6)
+
+
+def test_where_with_one_argument_is_nonzero():
+    cond = np.array([[0, 3], [4, 0]])
+    assert [_np(i).tolist() for i in fnp.where(fnp.asarray(cond))] == [i.tolist() for i in np.where(cond)]
+    with pytest.raises(fl.core.ConcretizationError, match=r"^nonzero: the result's shape depends on the values"):
+        fl.jit(lambda c: fnp.where(c))(fnp.asarray(cond))
