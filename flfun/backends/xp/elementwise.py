@@ -18,7 +18,7 @@ def impls(xp) -> dict:
         e = xp.exp(-xp.abs(x))
         return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
-    erf_scalar = xp.vectorize(math.erf) if hasattr(xp, "vectorize") else None
+    erf_scalar = xp.vectorize(math.erf, otypes=[float]) if hasattr(xp, "vectorize") else None
 
     def erf(x):
         if xp.__name__ == "numpy":
@@ -43,8 +43,21 @@ def impls(xp) -> dict:
         elif which.dtype == bool:
             res = xp.where(which, cases[1], cases[0])
         else:
-            res = xp.choose(which, cases)
+            try:
+                res = xp.choose(which, cases)
+            except ValueError:      # a selector out of range, or more cases than xp.choose takes (64)
+                res = choose_many(which, cases)
         return finish(res, out)
+
+    def choose_many(which, cases):
+        lo, hi = (which.min(), which.max()) if which.size else (0, 0)
+        if lo < 0 or hi >= len(cases):
+            raise ValueError(f"select_n: the selector must lie in [0, {len(cases)}) to pick one of "
+                             f"{len(cases)} cases, got values in [{lo}, {hi}]")
+        res = cases[-1]
+        for k in range(len(cases) - 1):
+            res = xp.where(which == k, cases[k], res)
+        return res
 
     def integer_pow(x, *, y):
         if y == 2:
