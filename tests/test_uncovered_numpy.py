@@ -343,3 +343,11 @@ def test_where_with_one_argument_is_nonzero():
     assert [_np(i).tolist() for i in fnp.where(fnp.asarray(cond))] == [i.tolist() for i in np.where(cond)]
     with pytest.raises(fl.core.ConcretizationError, match=r"^nonzero: the result's shape depends on the values"):
         fl.jit(lambda c: fnp.where(c))(fnp.asarray(cond))
+
+
+@pytest.mark.parametrize("fn", [fnp.add, fnp.less, fnp.hypot, fnp.power])
+@pytest.mark.parametrize("operand, message", [(object(), r"unsupported dtype <object"),
+                                              (1j, r"flfun has no complex dtypes, got the complex number 1j")])
+def test_binary_ops_name_themselves_for_a_bad_operand(fn, operand, message):
+    with pytest.raises(TypeError, match=rf"^{fn.__name__}: {message}"):
+        fn(fnp.ones(2), operand)

@@ -47,7 +47,10 @@ def promote(op: str, *args, to_float: bool = False):
         elif isinstance(b, Array) and (type(a) is float and b.dtype.kind == "f" or
                                        type(a) is int and b.dtype.kind in "iuf" and not to_float):
             return to_array(a, b.dtype), b
-    dt, weak = dtypes.result_type(*[dtype_and_weak(a) for a in args])
+    try:
+        dt, weak = dtypes.result_type(*[dtype_and_weak(a) for a in args])
+    except TypeError as e:      # an operand that is no array, number or nested sequence of numbers
+        raise TypeError(f"{op}: {e}") from None
     if to_float and not dtypes.is_float(dt):
         dt = dtypes.DEFAULT_FLOAT
     out = []
