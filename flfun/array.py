@@ -193,7 +193,10 @@ def _unpickle(value: np.ndarray, backend: str, device_id: int) -> Array:
     """A pickled Array, back on its device (on the default device where this process has no such device)."""
     from flfun.backends import get_backend
     from flfun.core import default_device, wrap
-    devices = get_backend(backend).devices
+    try:
+        devices = get_backend(backend).devices
+    except RuntimeError:        # the backend cannot run here (e.g. cupy without a GPU)
+        devices = []
     device = devices[device_id] if device_id < len(devices) else default_device()
     return wrap(device.put(value), device)
 

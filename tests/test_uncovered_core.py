@@ -28,6 +28,16 @@ def test_pickle_and_deepcopy_keep_values_dtype_shape(value):
         np.testing.assert_array_equal(np.asarray(y), value)
 
 
+def test_an_array_pickled_on_a_gpu_loads_on_the_default_device_without_one():
+    """The pickle of a cupy Array names backend "cupy"; a process with no usable cupy loads it on the default
+    device (the pickled value is always a host array)."""
+    from flfun.backends import cupy_backend
+    if cupy_backend.is_available():
+        pytest.skip("this process has a GPU")
+    y = flfun.array._unpickle(np.arange(3, dtype=np.float32), "cupy", 0)
+    assert y.device is flfun.devices()[0] and y.tolist() == [0.0, 1.0, 2.0]
+
+
 def test_pickle_and_jit_constants_on_a_second_device():
     before = flfun.local_device_count()
     try:
