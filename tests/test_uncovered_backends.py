@@ -57,6 +57,14 @@ def test_select_n_takes_more_cases_than_numpy_choose():
         assert got.dtype == F32
 
 
+def test_select_n_with_a_uint64_selector():
+    """np.choose cannot cast uint64 to its index type ("Cannot cast scalar from dtype('uint64')")."""
+    cases = [np.full(3, k, F32) for k in range(3)]
+    for which in (np.uint64(2), np.array([2, 0, 1], np.uint64)):
+        for got in _eager_and_jit(lambda w, *c: lax.select_n(w, *c), which, *cases):
+            np.testing.assert_array_equal(got, np.choose(which.astype(np.int64), cases))
+
+
 @pytest.mark.parametrize("which, seen", [([0, 3], r"\[0, 3\]"), ([-1, 2], r"\[-1, 2\]")])
 def test_select_n_selector_out_of_range_is_a_clear_error(which, seen):
     """jax leaves an out-of-range selector undefined; flfun's impls say so instead of numpy's "invalid entry"."""

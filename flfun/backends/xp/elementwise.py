@@ -45,11 +45,12 @@ def impls(xp) -> dict:
         else:
             try:
                 res = xp.choose(which, cases)
-            except ValueError:      # a selector out of range, or more cases than xp.choose takes (64)
+            except (ValueError, TypeError):    # out of range, more than 64 cases or a uint64 selector
                 res = choose_many(which, cases)
         return finish(res, out)
 
     def choose_many(which, cases):
+        """``xp.choose`` by one ``where`` per case, for what it refuses; an out-of-range selector is an error."""
         lo, hi = (which.min(), which.max()) if which.size else (0, 0)
         if lo < 0 or hi >= len(cases):
             raise ValueError(f"select_n: the selector must lie in [0, {len(cases)}) to pick one of "
