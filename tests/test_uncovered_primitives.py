@@ -46,8 +46,10 @@ bad_dn = lax.ConvDimensionNumbers((0, 1, 2, 9), (0, 1, 2, 3), (0, 1, 2, 3))
     (lambda: lax.conv_general_dilated(img, kernel, (1, 1), "SAME", rhs_dilation=(1,)), TypeError,
      r"^conv_general_dilated: rhs_dilation \(1,\) needs one entry per spatial dimension \(2\) of f32\[1,2,5,5\] and "
      r"f32\[4,2,3,3\]$"),
-    (lambda: lax.gather(fnp.zeros((2, 0)), fnp.asarray([[0]]), axes=(1,)), IndexError,
+    (lambda: lax.gather(fnp.zeros((2, 0)), fnp.asarray([[0]]), axes=(1,)), ValueError,
      r"^gather: mode='clip' has no position to clamp to in the empty axis 1 of f32\[2,0\]$"),
+    (lambda: fl.jit(lambda x: lax.gather(x, fnp.asarray([[0]]), axes=(1,))).lower(fnp.zeros((2, 0))), ValueError,
+     r"^gather: mode='clip' has no position to clamp to"),      # at trace time, not when the program runs
 ])
 def test_user_input_errors(call, error, message):
     with pytest.raises(error, match=message):

@@ -54,6 +54,10 @@ gather_p = Primitive("gather")
 @gather_p.def_abstract_eval
 def _gather_abstract_eval(operand, indices, *, axes, batch_dims, mode, fill_value):
     shape = _gather_shape("gather", operand, indices, axes, batch_dims, mode)
+    empty = [a for a in axes if operand.shape[a] == 0]
+    if empty and mode == "clip" and 0 not in indices.shape:
+        raise ValueError(f"gather: mode='clip' has no position to clamp to in the empty axis {empty[0]} of "
+                         f"{short(operand)}")
     return ShapedArray(shape, operand.dtype, is_weak(operand))
 
 
