@@ -57,7 +57,7 @@ _TEMPLATES: dict[str, dict[str, str]] = {
              "i": "(({ct})((({x}) > 0) - (({x}) < 0)))"},
     "rsqrt": {"f": "(({ct})1 / sqrt{f}({x}))"},
     "logistic": {"f": "(({x}) >= 0 ? ({ct})1 / (({ct})1 + exp{f}(-({x}))) : exp{f}({x}) / (({ct})1 + exp{f}({x})))"},
-    "is_finite": {"f": "isfinite({x})", "biu": "true"},
+    "is_finite": {"f": "isfinite({x})"},
     "not": {"b": "(!({x}))", "iu": "(({ct})(~({x})))"},
     "add": {"fiu": "(({ct})(({x}) + ({y})))"}, "sub": {"fiu": "(({ct})(({x}) - ({y})))"},
     "mul": {"fiu": "(({ct})(({x}) * ({y})))"}, "div": {"f": "(({x}) / ({y}))"},
@@ -98,14 +98,14 @@ def c_expression(e: Eqn, args: list[str]) -> str | None:
         return template.format(x=x, y=args[1] if len(args) > 1 else None, ct=ct, f="f" if out == np.float32 else "")
     if name == "integer_pow":
         y = p["y"]
-        if kind not in "fiu" or (y < 0 and kind != "f") or abs(y) > 16:
+        if abs(y) > 16:
             return None
         prod = " * ".join([f"({x})"] * abs(y)) if y else f"({ct})1"
         return f"(({ct})({prod}))" if y >= 0 else f"(({ct})1 / ({prod}))"
     if name == "convert_element_type":
         return f"(({x}) != 0)" if out.kind == "b" else f"(({ct})({x}))"
     if name in ("max", "min"):
-        return _extremum(x, args[1], dts[0], name == "max") if kind in "fiu" else None
+        return _extremum(x, args[1], dts[0], name == "max")
     if name == "select_n":
         cases = args[1:]
         if dts[0].kind == "b":
@@ -116,7 +116,7 @@ def c_expression(e: Eqn, args: list[str]) -> str | None:
         return expr
     if name == "clamp":
         lo, hi = args[0], args[2]
-        return _extremum(_extremum(args[1], lo, out, True), hi, out, False) if out.kind in "fiu" else None
+        return _extremum(_extremum(args[1], lo, out, True), hi, out, False)
     return None
 
 
