@@ -47,6 +47,13 @@ class JVPTrace(Trace):
         return [JVPTracer(self, p, t) for p, t in (zip(out, t_out) if prim.multiple_results else [(out, t_out)])]
 
 
+def leaf_like(x, aval):
+    """A tangent or cotangent leaf as an array: a Python number takes ``aval``'s dtype, numpy values are converted."""
+    if isinstance(x, Array):
+        return x
+    return to_array(x, aval.dtype if type(x) in (int, float) else None)
+
+
 def _tangent_leaves(fname: str, tangents: tuple, p_leaves: list, p_tree, structure_error: str) -> list:
     """The leaves of ``tangents`` after checking them against the primals (``structure_error`` is formatted with
     the primal and tangent structures ``p`` and ``t``); Python scalars take their primal's dtype."""
@@ -54,7 +61,7 @@ def _tangent_leaves(fname: str, tangents: tuple, p_leaves: list, p_tree, structu
     if t_tree != p_tree:
         raise ValueError(structure_error.format(p=p_tree, t=t_tree))
     p_avals = [get_aval(p) for p in p_leaves]
-    t_leaves = [to_array(t, a.dtype) if type(t) in (int, float) else t for t, a in zip(t_leaves, p_avals)]
+    t_leaves = [leaf_like(t, a) for t, a in zip(t_leaves, p_avals)]
     for i, (pa, ta) in enumerate(zip(p_avals, map(get_aval, t_leaves))):
         if pa.shape != ta.shape or (dtypes.is_float(pa.dtype) and pa.dtype != ta.dtype):
             raise ValueError(f"{fname}: tangent {i} has aval {ta.str_short()} but its primal has {pa.str_short()}; "
@@ -108,7 +115,8 @@ def jvp(f: Callable, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples (one entry per argument of f)")
     p_leaves, p_tree = tree_flatten(tuple(primals))
-    t_leaves = _tangent_leaves("jvp", tangents, p_leaves, p_tree, "jvp: primal and tangent structures differ: {p} and {t}")
+    t_leaves = _tangent_leaves("jvp", tangents, p_leaves, p_tree,
+                               "jvp: primal and tangent structures differ: {p} and {t}")
     flat, out_tree = flatten_fun(f, p_tree)
     outs, touts = jvp_flat(flat, p_leaves, t_leaves)
     return tree_unflatten(out_tree[0], outs), tree_unflatten(out_tree[0], [instantiate(t) for t in touts])

@@ -10,13 +10,13 @@ from typing import Any, Callable, Sequence
 
 from flfun.array import Array
 from flfun.config import config
-from flfun.core import _state, bind, get_aval, missing_rule, to_array, wrap
+from flfun.core import _state, bind, get_aval, missing_rule, wrap
 from flfun.ir import Literal, Program, Var
 from flfun.primitives.common import UndefinedPrimal, Zero, instantiate, is_zero
 from flfun.primitives.elementwise import add
 from flfun.primitives.shape import full as full_array
 from flfun.transforms.tape import tape_vjp_flat
-from flfun.transforms.jvp import JVPTracer, as_arrays, flatten_fun, linearize_flat
+from flfun.transforms.jvp import JVPTracer, as_arrays, flatten_fun, leaf_like, linearize_flat
 from flfun.tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 
@@ -96,8 +96,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
         ct_leaves, ct_tree = tree_flatten(ct)
         if ct_tree != out_tree[0]:
             raise ValueError(f"vjp: cotangent structure {ct_tree} does not match the output's {out_tree[0]}")
-        ct_leaves = [to_array(c, a.dtype if type(c) in (int, float) else None) if not isinstance(c, Array) else c
-                     for c, a in zip(ct_leaves, out_avals)]
+        ct_leaves = [leaf_like(c, a) for c, a in zip(ct_leaves, out_avals)]
         for i, (ca, a) in enumerate(zip(map(get_aval, ct_leaves), out_avals)):
             if ca.shape != a.shape or (a.dtype.kind == "f" and ca.dtype != a.dtype):
                 raise ValueError(f"vjp: cotangent {i} has aval {ca.str_short()} but the output has {a.str_short()}; "
