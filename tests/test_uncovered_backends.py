@@ -8,6 +8,8 @@ from test_fusion import _check_groups_in_c, _trace, needs_cxx
 import flfun as fl
 import flfun.numpy as fnp
 from flfun import lax
+from flfun.backends.xp import linalg as xp_linalg
+from flfun.backends.xp import reduce as xp_reduce
 from flfun.core import ShapedArray
 from flfun.executor import Executable
 from flfun.fusion import KERNEL_BUILDERS, FusedPrimitive, fuse_elementwise, fusible, kernel_source, \
@@ -103,6 +105,33 @@ def test_a_jitted_collective_reused_outside_its_pmap():
     with pytest.raises(NameError, match=r"^psum: axis 'i' is not mapped by a running pmap \(collectives run "
                                         r"inside pmap or vmap\(\.\.\., axis_name=\)\)$"):
         g(np.ones(3, F32))
+
+
+class _NotNumpy:
+    """numpy under another name: the xp impls take the paths they take for cupy."""
+    __name__ = "cupy_like"
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+@pytest.mark.parametrize("name, ufunc", [("cummax", np.maximum), ("cummin", np.minimum)])
+def test_the_scans_by_doubling_steps_that_cupy_uses(name, ufunc):
+    impl = xp_reduce.impls(_NotNumpy())[name]
+    x = np.random.default_rng(3).standard_normal((5, 7)).astype(F32)
+    for axis, reverse in [(0, False), (1, False), (0, True), (1, True)]:
+        want = np.flip(ufunc.accumulate(np.flip(x, axis), axis), axis) if reverse else ufunc.accumulate(x, axis)
+        np.testing.assert_array_equal(impl(x, axis=axis, reverse=reverse), want)
+        out = np.empty_like(x)
+        assert impl(x, axis=axis, reverse=reverse, out=out) is out
+        np.testing.assert_array_equal(out, want)
+
+
+def test_the_outer_product_dot_general_without_einsum_out():
+    dot_general = xp_linalg.impls(_NotNumpy())["dot_general"]
+    a, b, out = np.ones((2, 3), F32), np.arange(8, dtype=F32).reshape(2, 4), np.empty((2, 3, 4), F32)
+    assert dot_general(a, b, dimension_numbers=(((), ()), ((0,), (0,))), out=out) is out
+    np.testing.assert_array_equal(out, np.einsum("ab,ac->abc", a, b))
 
 
 # --------------------------------------------------------------------------------------------------- fusion
