@@ -128,3 +128,10 @@ def test_integer_inputs_have_zero_tangents_whatever_tangent_is_given():
 def test_structure_errors_show_dict_keys():
     with pytest.raises(ValueError, match=r"tuple\(dict\('w': \*\)\) and tuple\(dict\('v': \*\)\)"):
         fl.jvp(lambda d: d["w"], ({"w": fnp.ones(2)},), ({"v": fnp.ones(2)},))
+
+
+def test_comparing_with_none_is_identity_as_in_jax():
+    x = fnp.ones(2)
+    assert (x == None) is False and (x != None) is True and (None == x) is False  # noqa: E711
+    assert not bool(fl.jit(lambda v: (v == None, v + 1))(x)[0])  # noqa: E711
+    assert (x == fnp.ones(2)).tolist() == [True, True]

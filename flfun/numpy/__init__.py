@@ -35,3 +35,13 @@ for _op, _fn in {**_BINARY, "lt": less, "le": less_equal, "gt": greater, "ge": g
                  "ne": not_equal, "neg": negative, "pos": positive, "abs": abs, "invert": invert}.items():
     setattr(Array, f"__{_op}__", _fn)
 del _op, _fn
+
+
+def _compare_unless_none(compare):
+    """``x == None`` is False and ``x != None`` True, as in jax: None is no array (Python's identity fallback)."""
+    def method(self, other):
+        return NotImplemented if other is None else compare(self, other)
+    return method
+
+
+Array.__eq__, Array.__ne__ = _compare_unless_none(equal), _compare_unless_none(not_equal)

@@ -30,6 +30,8 @@ def _leaves(obj) -> list:
 
 def _infer_dtype(obj) -> np.dtype:
     """The dtype of ``obj`` with Python scalars weak: ``[1, 2.5] -> float32``, ``[np.float64(1)] -> float64``."""
+    if not isinstance(obj, (list, tuple)):
+        return dtype_and_weak(obj)[0]
     pairs = [dtype_and_weak(x) for x in _leaves(obj)]
     return dtypes.result_type(*pairs)[0] if pairs else dtypes.DEFAULT_FLOAT
 

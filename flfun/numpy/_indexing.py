@@ -239,8 +239,9 @@ def _update(x, idx, values, op: str, mode, name: str) -> Array:
     x = _arr(x)
     entries = _parse(x.shape, idx, mode)
     adv, adv_shape, plain, block = _layout(entries)
+    sizes = tuple(1 if e[0] == "new" else e[4] for e in plain)
+    target = sizes[:block] + adv_shape + sizes[block:]
     labels = plain[:block] + [("A", k) for k in range(len(adv_shape))] + plain[block:]
-    target = tuple(adv_shape[lab[1]] if lab[0] == "A" else 1 if lab[0] == "new" else lab[4] for lab in labels)
     v = _arr(values)
     if v.dtype != x.dtype:
         v = E.convert_element_type(v, x.dtype)
