@@ -86,6 +86,8 @@ def test_bool_max_and_min_over_an_empty_axis_give_the_identity():
         assert got.dtype == bool
     for got in _eager_and_jit(lambda x: lax.reduce_min(x, (0,)), x):
         np.testing.assert_array_equal(got, [True] * 3)
+    for got in _eager_and_jit(lambda x: lax.not_(lax.reduce_max(x, (0,))), x):    # jit: written into out=
+        np.testing.assert_array_equal(got, [True] * 3)
     y = np.zeros((0, 3), F32)   # an empty fusion epilogue is not fused: same identity through jit
     for got in _eager_and_jit(lambda x, y: lax.reduce_min(lax.gt(x, y), (0,)), y, y):
         np.testing.assert_array_equal(got, [True] * 3)
