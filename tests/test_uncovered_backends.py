@@ -202,3 +202,15 @@ def test_generated_c_for_select_n_with_an_integer_selector(sel_dtype):
     program, consts = _trace(f, [ShapedArray((3, 4), F32)] * 2 + [ShapedArray((3, 4), sel_dtype)])
     assert sum(isinstance(e.prim, FusedPrimitive) for e in fuse_elementwise(program).eqns) == 2
     _check_groups_in_c(program, consts, [x, y, w])
+
+
+@pytest.mark.parametrize("nl, nr", [(14, 15), (27, 27)])
+def test_outer_products_with_many_dims(nl, nr):
+    """Past 26 dims the einsum spec needs upper-case letters; past 52 the general path takes over."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((1,) * (nl - 1) + (2,)).astype(np.float32)
+    b = rng.standard_normal((1,) * (nr - 1) + (3,)).astype(np.float32)
+    want = np.tensordot(a, b, axes=0)
+    outer = lambda x, y: fnp.tensordot(x, y, axes=0)        # noqa: E731
+    for f in (outer, fl.jit(outer)):
+        np.testing.assert_allclose(np.asarray(f(fnp.asarray(a), fnp.asarray(b))), want, rtol=1e-6)

@@ -89,6 +89,7 @@ UNARY = (neg_p, abs_p, sign_p, exp_p, log_p, log1p_p, expm1_p, sqrt_p, rsqrt_p, 
          asin_p, acos_p, atan_p, sinh_p, cosh_p, logistic_p, erf_p, floor_p, ceil_p, round_p, is_finite_p, not_p)
 neg, abs, sign, exp, log, log1p, expm1, sqrt, rsqrt, sin, cos, tan, tanh, asin, acos, atan, sinh, cosh, \
     logistic, erf, floor, ceil, round, is_finite, not_ = (_wrapper(p, False) for p in UNARY)
+round.__doc__ += " Halves round to even, as in numpy (``jax.lax.round`` rounds them away from zero by default)."
 
 # integer_pow: x ** y for a static Python int y (the common x**2 stays one cheap primitive)
 integer_pow_p = Primitive("integer_pow")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import string
 from math import prod
 
 from flfun.backends.xp import finish
@@ -54,7 +55,7 @@ def _as_matrices(xp, x, batch, rows, cols):
 def _outer_subscripts(nl: int, nr: int, dimension_numbers) -> str:
     """einsum subscripts of a dot_general without contracting dims, e.g. ``ab,ac->abc`` (batch dim 0)."""
     (_, _), (lb, rb) = dimension_numbers
-    letters = [chr(97 + i) for i in range(nl + nr)]
+    letters = string.ascii_letters[:nl + nr]
     rs = [letters[lb[rb.index(d)]] if d in rb else letters[nl + d] for d in range(nr)]
     out = [letters[d] for d in lb] + [letters[d] for d in range(nl) if d not in lb] + \
         [rs[d] for d in range(nr) if d not in rb]
@@ -71,7 +72,8 @@ def _dot_general(xp):
             lhs, rhs = lhs.astype(preferred_element_type), rhs.astype(preferred_element_type)
         if not lb and lhs.ndim == 2 and rhs.ndim == 2 and len(lc) == 1:   # plain matmul, maybe transposed
             return matmul(lhs if lc[0] == 1 else lhs.T, rhs if rc[0] == 0 else rhs.T, out=out)
-        if not lc:      # outer products (per-example ones): einsum's loops beat K=1 matmuls and broadcasting
+        if not lc and lhs.ndim + rhs.ndim <= len(string.ascii_letters):
+            # outer products (per-example ones): einsum's loops beat K=1 matmuls and broadcasting
             spec = _outer_subscripts(lhs.ndim, rhs.ndim, dimension_numbers)
             return einsum(spec, lhs, rhs, out=out) if einsum_out else finish(einsum(spec, lhs, rhs), out)
         a, b, shape = dot_operands(xp, xp.asarray(lhs), xp.asarray(rhs), dimension_numbers)
