@@ -24,6 +24,9 @@ _DTYPES = frozenset(map(np.dtype, ["float16", "float32", "float64", "int8", "int
                                    "uint16", "uint32", "uint64", "bool"]))
 
 
+_ORDER = "flfun.names"   # metadata key: the saved tree's leaf names in order (safetensors sorts its tensors)
+
+
 class CheckpointError(ValueError):
     """A checkpoint file is unreadable, corrupt, or does not match the expected tree."""
 
@@ -104,16 +107,21 @@ def save(path: str | os.PathLike, tree: Any, metadata: dict[str, str] | None = N
         raise ValueError("save: metadata must be a dict of str to str")
     names, leaves, _ = tree_paths(tree)
     arrays = {n: _to_numpy(n, leaf) for n, leaf in zip(names, leaves)}
-    meta = {**(metadata or {}), "format": "flfun"}
-    # the checksum covers the data in the order safetensors lays it out, so serialise once to learn that order
-    meta["sha256"] = hashlib.sha256(_split(st.numpy.save(arrays, meta))[1]).hexdigest()
+    meta = {**(metadata or {}), "format": "flfun", _ORDER: json.dumps(names), "sha256": "0" * 64}
+    # the checksum covers the data in the order safetensors lays it out: serialise once with a placeholder
+    # digest of the same length, then write the real one into the header (JSON escapes quotes inside strings,
+    # so the placeholder's key-value text occurs exactly once)
     blob = st.numpy.save(arrays, meta)
+    data_start = 8 + struct.unpack("<Q", blob[:8])[0]
+    digest = hashlib.sha256(memoryview(blob)[data_start:]).hexdigest()
+    header = blob[:data_start].replace(b'"sha256":"' + b"0" * 64 + b'"', b'"sha256":"%s"' % digest.encode())
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".safetensors", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(blob)
+            f.write(header)
+            f.write(memoryview(blob)[data_start:])
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -150,7 +158,7 @@ def load(path: str | os.PathLike, like: Any = None) -> Any:
 
     With ``like`` (a tree of the expected structure, e.g. freshly initialised params), returns a tree of that
     structure and checks that every name is present with the same shape and dtype; otherwise returns a dict
-    ``{path name: Array}``. Raises ``CheckpointError`` (a ValueError) naming the offending key.
+    ``{path name: Array}`` in the saved tree's order. Raises ``CheckpointError`` (a ValueError) naming the offending key.
 
     Example::
 
@@ -158,9 +166,9 @@ def load(path: str | os.PathLike, like: Any = None) -> Any:
     """
     from flfun.numpy import asarray
     path = os.fspath(path)
-    _, arrays = _read(path)
+    meta, arrays = _read(path)
     if like is None:
-        return {k: asarray(arrays[k]) for k in sorted(arrays)}
+        return {k: asarray(arrays[k]) for k in _saved_order(meta, arrays)}
     names, leaves, treedef = tree_paths(like)
     missing = [n for n in names if n not in arrays]
     if missing:
@@ -177,6 +185,15 @@ def load(path: str | os.PathLike, like: Any = None) -> Any:
     return tree_unflatten(treedef, [asarray(arrays[n]) for n in names])
 
 
+def _saved_order(meta: dict, arrays: dict) -> list[str]:
+    """The names in the order of the tree that was saved; sorted for files written by other tools."""
+    try:
+        names = [str(n) for n in json.loads(meta[_ORDER])]
+    except (KeyError, TypeError, ValueError):
+        names = []
+    return names if sorted(names) == sorted(arrays) else sorted(arrays)
+
+
 def load_metadata(path: str | os.PathLike) -> dict[str, str]:
     """The string metadata stored by ``save`` (plus ``format`` and ``sha256``).
 
@@ -184,7 +201,8 @@ def load_metadata(path: str | os.PathLike) -> dict[str, str]:
 
         >>> int(load_metadata("ckpt.safetensors")["step"])
     """
-    return _read(os.fspath(path))[0]
+    meta = _read(os.fspath(path))[0]
+    return {k: v for k, v in meta.items() if k != _ORDER}
 
 
 __all__ = ["CheckpointError", "load", "load_metadata", "save", "tree_paths"]
