@@ -207,6 +207,9 @@ def _resume(args, model, opt_state):
     meta = checkpoint.load_metadata(path)
     if meta.get("model") != args.model:
         raise SystemExit(f"error: --resume: {path} holds a {meta.get('model')!r} checkpoint, not {args.model!r}")
+    if meta.get("seed", str(args.seed)) != str(args.seed):
+        raise SystemExit(f"error: --resume: {path} was trained with --seed {meta['seed']}, not {args.seed}; resume "
+                         f"with the same seed to keep the data order")
     tree = checkpoint.load(path, like={"model": model, "opt_state": opt_state})
     step = int(meta["step"])
     losses_path = os.path.join(args.checkpoint_dir, "losses.json")
@@ -299,8 +302,9 @@ def train(args: argparse.Namespace) -> dict:
     t_first = None
     stopped_early = False
     step = start
+    profile_from = min(start + 1, steps - 1)    # skip the first (compiling) step unless it is the only one
     while step < steps:
-        if args.profile and step == start + 1:
+        if args.profile and step == profile_from:
             from flfun.profiler import profile
             prof_ctx = profile(trace=True)
             prof = prof_ctx.__enter__()

@@ -90,13 +90,21 @@ def test_checkpoint_every_and_resume_past_the_end(tmp_path, monkeypatch, capsys)
     assert m["steps"] == 5 and m["resumed_from"] == 5 and m["steps_per_s"] is None
 
 
+def test_resume_with_another_seed_is_an_error(tmp_path):
+    ckd = str(tmp_path / "ck")
+    run(["mlp", *TINY, "--steps", "1", "--seed", "3", "--checkpoint-dir", ckd, "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="trained with --seed 3, not 0; resume with the same seed"):
+        train.main(["mlp", *TINY, "--checkpoint-dir", ckd, "--resume", "--out", str(tmp_path)])
+
+
 def test_divergence_is_reported(tmp_path):
     with pytest.raises(FloatingPointError, match="training diverged at step .*try a smaller --lr"):
         train.main(["mlp", *TINY, "--steps", "8", "--lr", "1e30", "--out", str(tmp_path)])
 
 
-def test_profile_of_a_run_shorter_than_ten_steps(tmp_path):
-    run(["mlp", *TINY, "--steps", "3", "--profile", "--out", str(tmp_path)])
+@pytest.mark.parametrize("steps", ["3", "1"])
+def test_profile_of_a_run_shorter_than_ten_steps(tmp_path, steps):
+    run(["mlp", *TINY, "--steps", steps, "--profile", "--out", str(tmp_path)])
     assert "dot_general" in (tmp_path / "profile.txt").read_text()
     events = read_json(tmp_path / "trace.json")["traceEvents"]
     assert any(e.get("name") == "dot_general" and e["ph"] == "X" for e in events)
