@@ -20,7 +20,8 @@ from flfun.executor import Executable, writes_out
 from flfun.ir import ClosedProgram, Eqn, Literal, Program, eval_program
 from flfun.memory.planner import plan_program
 from flfun.passes import optimize, partial_eval
-from flfun.primitives.common import UndefinedPrimal, Zero, is_zero, moveaxis_to_front, not_mapped, tangent_aval
+from flfun.primitives.common import (UndefinedPrimal, Zero, is_zero, moveaxis, moveaxis_to_front, not_mapped,
+                                    tangent_aval)
 from flfun.transforms.staging import trace_to_program
 
 DEFAULT_STRATEGY = "auto"
@@ -89,6 +90,10 @@ def _cached(closed: ClosedProgram, key, make: Callable):
     return hit
 
 
+def _kept(xs, keep) -> list:
+    return [x for x, k in zip(xs, keep) if k]
+
+
 def _jvp_split(closed: ClosedProgram, nz: tuple):
     """jvp of the program, split into a primal program (outputs + residuals) and a linear tangent program."""
     from flfun.transforms.jvp import jvp_flat
@@ -101,7 +106,7 @@ def _jvp_split(closed: ClosedProgram, nz: tuple):
         outs, touts = jvp_flat(lambda *a: eval_program(closed.program, closed.consts, a), list(xs[:n]), tangents)
         out_nz[:] = [not is_zero(t) for t in touts]
         return list(outs) + [t for t in touts if not is_zero(t)]
-    t_avals = [tangent_aval(a) for a, z in zip(avals, nz) if z]
+    t_avals = [tangent_aval(a) for a in _kept(avals, nz)]
     jclosed = trace_closed(f, list(avals) + t_avals)
     num_out = len(closed.out_avals)
     known, unknown, res_invars = partial_eval(jclosed.program, [True] * n + [False] * len(t_avals), num_out)
@@ -109,51 +114,24 @@ def _jvp_split(closed: ClosedProgram, nz: tuple):
             tuple(out_nz))
 
 
-@jit_p.def_jvp
-def _jit_jvp(primals, tangents, *, closed, name, donated):
-    nz = tuple(not is_zero(t) for t in tangents)
-    known, lin, res_invars, num_out, out_nz = _cached(closed, ("jvp", nz), lambda: _jvp_split(closed, nz))
-    outs = jit_p.bind(*primals, closed=known, name=name, donated=())
-    residuals = [primals[i] for i in res_invars] + list(outs[num_out:])
-    nzt = [t for t in tangents if not is_zero(t)]
-    touts = jit_p.bind(*residuals, *nzt, closed=lin, name=f"jvp({name})", donated=()) if any(out_nz) else []
-    it = iter(touts)
-    return outs[:num_out], [next(it) if z else Zero(tangent_aval(a)) for z, a in zip(out_nz, closed.out_avals)]
-
-
-def _transpose_program(closed: ClosedProgram, undef: tuple, ct_nz: tuple, adjust_ct=None, adjust_cts_in=None):
+def _transpose_program(closed: ClosedProgram, undef: tuple, ct_nz: tuple, site: CallSite):
     """The transposed program of ``closed`` for the linear inputs ``undef`` and nonzero output cotangents
-    ``ct_nz``; pmap hooks in ``adjust_ct(i, ct)`` (each output cotangent) and ``adjust_cts_in(cts)``."""
+    ``ct_nz``; ``site`` adjusts each output cotangent and the input cotangents (pmap sums and masks them)."""
     from flfun.transforms.vjp import backward_pass
     prog = closed.program
-    lin = [v for v, u in zip(prog.invars, undef) if u]
-    nonlin = [v for v, u in zip(prog.invars, undef) if not u]
+    lin, nonlin = _kept(prog.invars, undef), _kept(prog.invars, [not u for u in undef])
     view = Program(list(prog.constvars) + nonlin, lin, prog.eqns, prog.outvars)
     out_avals = [tangent_aval(v.aval) for v in prog.outvars]
     in_nz: list = []
 
     def f(*xs):
         cts = iter(xs[len(nonlin):])
-        cts_out = [(adjust_ct(i, next(cts)) if adjust_ct else next(cts)) if z else Zero(a)
-                   for i, (z, a) in enumerate(zip(ct_nz, out_avals))]
-        res = backward_pass(view, list(closed.consts) + list(xs[:len(nonlin)]), cts_out)
-        res = adjust_cts_in(res) if adjust_cts_in else res
+        cts_out = [site.adjust_ct(i, next(cts)) if z else Zero(a) for i, (z, a) in enumerate(zip(ct_nz, out_avals))]
+        res = site.adjust_cts_in(backward_pass(view, list(closed.consts) + list(xs[:len(nonlin)]), cts_out), undef)
         in_nz[:] = [not is_zero(c) for c in res]
         return [c for c in res if not is_zero(c)]
-    tclosed = trace_closed(f, [v.aval for v in nonlin] + [a for a, z in zip(out_avals, ct_nz) if z])
+    tclosed = trace_closed(f, [v.aval for v in nonlin] + _kept(out_avals, ct_nz))
     return tclosed, tuple(in_nz)
-
-
-@jit_p.def_transpose
-def _jit_transpose(cts, *args, closed, name, donated):
-    undef = tuple(type(a) is UndefinedPrimal for a in args)
-    ct_nz = tuple(not is_zero(c) for c in cts)
-    tclosed, in_nz = _cached(closed, ("transpose", undef, ct_nz), lambda: _transpose_program(closed, undef, ct_nz))
-    known = [a for a, u in zip(args, undef) if not u]
-    outs = iter(jit_p.bind(*known, *[c for c in cts if not is_zero(c)], closed=tclosed,
-                           name=f"transpose({name})", donated=()) if any(in_nz) else [])
-    nzs = iter(in_nz)
-    return [None if not u else (next(outs) if next(nzs) else Zero(a.aval)) for a, u in zip(args, undef)]
 
 
 def _batch_program(closed: ClosedProgram, size: int, axis_name, dims: tuple, in_avals: list):
@@ -168,13 +146,78 @@ def _batch_program(closed: ClosedProgram, size: int, axis_name, dims: tuple, in_
     return trace_closed(f, in_avals), tuple(mapped)
 
 
-@jit_p.def_batch
-def _jit_batch(axis, args, dims, *, closed, name, donated):
-    dims = tuple(dims)
-    bclosed, mapped = _cached(closed, ("batch", axis.size, axis.name, dims),
-                              lambda: _batch_program(closed, axis.size, axis.name, dims, [get_aval(a) for a in args]))
-    outs = jit_p.bind(*args, closed=bclosed, name=f"vmap({name})", donated=())
-    return outs, [0 if m else not_mapped for m in mapped]
+class CallSite:
+    """One bound call of ``jit_p`` as the call rules below see it: they derive programs from ``closed`` (cached on
+    it) and bind the primitive on them. pmap's subclass gives operands and results a leading device axis where
+    their ``in_axes``/``out_axes`` entry is not None (for jit every entry is None)."""
+    residual_axis = None        # of the residuals a jvp's primal call passes to its tangent call
+
+    def __init__(self, closed: ClosedProgram, name: str, donated: tuple):     # derived calls donate nothing
+        self.closed, self.name = closed, name
+        self.in_axes, self.out_axes = (None,) * len(closed.in_avals), (None,) * len(closed.out_avals)
+
+    def derive(self, key: tuple, make: Callable, *args):
+        """``make(closed, *args)``, cached on ``closed`` under ``key``."""
+        return _cached(self.closed, key, lambda: make(self.closed, *args))
+
+    def bind(self, args: list, closed: ClosedProgram, name: str, in_axes: tuple, out_axes: tuple) -> list:
+        return jit_p.bind(*args, closed=closed, name=name, donated=())
+
+    def adjust_ct(self, i: int, ct):
+        """Output ``i``'s cotangent as the transposed program uses it."""
+        return ct
+
+    def adjust_cts_in(self, cts: list, undef: tuple) -> list:
+        """The cotangents of the linear inputs (``undef``) as the transposed program returns them."""
+        return cts
+
+
+def call_jvp(site: CallSite, primals, tangents):
+    nz = tuple(not is_zero(t) for t in tangents)
+    known, lin, res_invars, num_out, out_nz = site.derive(("jvp", nz), _jvp_split, nz)
+    res_axes = (site.residual_axis,) * (len(known.out_avals) - num_out)
+    outs = site.bind(primals, known, site.name, site.in_axes, site.out_axes + res_axes)
+    residuals = [primals[i] for i in res_invars] + list(outs[num_out:])
+    lin_in_axes = tuple(site.in_axes[i] for i in res_invars) + res_axes + tuple(_kept(site.in_axes, nz))
+    touts = iter(site.bind(residuals + _kept(tangents, nz), lin, f"jvp({site.name})", lin_in_axes,
+                           tuple(_kept(site.out_axes, out_nz))) if any(out_nz) else [])
+    return outs[:num_out], [next(touts) if z else Zero(tangent_aval(get_aval(o))) for z, o in zip(out_nz, outs)]
+
+
+def call_transpose(site: CallSite, cts, args):
+    undef = tuple(type(a) is UndefinedPrimal for a in args)
+    known = [not u for u in undef]
+    ct_nz = tuple(not is_zero(c) for c in cts)
+    tclosed, in_nz = site.derive(("transpose", undef, ct_nz), _transpose_program, undef, ct_nz, site)
+    t_in_axes = tuple(_kept(site.in_axes, known) + _kept(site.out_axes, ct_nz))
+    t_out_axes = tuple(_kept(_kept(site.in_axes, undef), in_nz))
+    outs = iter(site.bind(_kept(args, known) + _kept(cts, ct_nz), tclosed, f"transpose({site.name})", t_in_axes,
+                          t_out_axes) if any(in_nz) else [])
+    nzs = iter(in_nz)
+    return [None if not u else (next(outs) if next(nzs) else Zero(a.aval)) for a, u in zip(args, undef)]
+
+
+def call_batch(site: CallSite, axis, args, dims):
+    """Operands and results with a device axis are batched along axis 1 (axis 0 within a device)."""
+    moved = [d is not not_mapped and ax is not None for d, ax in zip(dims, site.in_axes)]
+    args = [moveaxis(a, d, 1) if m else a for a, d, m in zip(args, dims, moved)]
+    dims = tuple(0 if m else d for d, m in zip(dims, moved))
+    avals = [get_aval(a) if ax is None else get_aval(a).update(shape=get_aval(a).shape[1:])
+             for a, ax in zip(args, site.in_axes)]
+    bclosed, mapped = site.derive(("batch", axis.size, axis.name, dims), _batch_program, axis.size, axis.name,
+                                  dims, avals)
+    outs = site.bind(args, bclosed, f"vmap({site.name})", site.in_axes, site.out_axes)
+    return outs, [not_mapped if not m else (0 if ax is None else 1) for m, ax in zip(mapped, site.out_axes)]
+
+
+def def_call_rules(prim: Primitive, site: type[CallSite]):
+    """Give the call primitive ``prim`` the rules above; ``site(**params)`` describes one of its bound calls."""
+    prim.def_jvp(lambda primals, tangents, **params: call_jvp(site(**params), primals, tangents))
+    prim.def_transpose(lambda cts, *args, **params: call_transpose(site(**params), cts, args))
+    prim.def_batch(lambda axis, args, dims, **params: call_batch(site(**params), axis, args, dims))
+
+
+def_call_rules(jit_p, CallSite)
 
 
 def _jit_impl(backend: str, *vals, closed, name, donated):

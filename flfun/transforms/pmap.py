@@ -25,12 +25,12 @@ from flfun.ir import ClosedProgram
 from flfun.memory.planner import plan_program
 from flfun.passes import optimize
 from flfun.primitives.collective import all_gather, axis_index, psum
-from flfun.primitives.common import UndefinedPrimal, Zero, is_zero, moveaxis, not_mapped, tangent_aval
+from flfun.primitives.common import is_zero, moveaxis
 from flfun.primitives.elementwise import eq, select_n
 from flfun.primitives.shape import dynamic_slice, full, squeeze
 from flfun.sharded import ShardedArray
-from flfun.transforms.call import (BACKEND_COMPILERS, DEFAULT_STRATEGY, _batch_program, _cached, _jvp_split,
-                                   _transpose_program as _call_transpose_program, close_program, compile_program)
+from flfun.transforms.call import (BACKEND_COMPILERS, DEFAULT_STRATEGY, CallSite, _cached, close_program,
+                                   compile_program, def_call_rules)
 from flfun.transforms.staging import trace_to_program
 from flfun.tree import broadcast_prefix, tree_flatten, tree_unflatten
 from flfun.util import prod
@@ -332,70 +332,38 @@ def _pmap_impl(*vals, program, mesh, in_axes, out_axes, name):
 register_impl(pmap_p, "numpy", _pmap_impl)
 
 
-@pmap_p.def_jvp
-def _pmap_jvp(primals, tangents, *, program, mesh, in_axes, out_axes, name):
-    nz = tuple(not is_zero(t) for t in tangents)
-    known, lin, res_invars, num_out, out_nz = _cached(program, ("pmap-jvp", mesh.names, mesh.shape, nz),
-                                                      lambda: _in_frames(mesh, _jvp_split, program, nz))
-    n_res, rax = len(known.out_avals) - num_out, 0 if len(mesh.heads) == len(mesh.local) else PER_DEVICE
-    outs = pmap_p.bind(*primals, program=known, mesh=mesh, in_axes=in_axes,
-                       out_axes=tuple(out_axes) + (rax,) * n_res, name=name)
-    residuals = [primals[i] for i in res_invars] + list(outs[num_out:])
-    nzt = [t for t in tangents if not is_zero(t)]
-    lin_in_axes = tuple(in_axes[i] for i in res_invars) + (rax,) * n_res + tuple(a for a, z in zip(in_axes, nz) if z)
-    lin_out_axes = tuple(a for a, z in zip(out_axes, out_nz) if z)
-    touts = pmap_p.bind(*residuals, *nzt, program=lin, mesh=mesh, in_axes=lin_in_axes, out_axes=lin_out_axes,
-                        name=f"jvp({name})") if any(out_nz) else []
-    it = iter(touts)
-    return outs[:num_out], [next(it) if z else Zero(tangent_aval(get_aval(o))) for z, o in zip(out_nz, outs)]
+class _PmapSite(CallSite):
+    """A bound ``pmap_p`` for the shared call rules: operands and results carry their device axes, and derived
+    programs are traced inside the mesh's axis frames."""
 
+    def __init__(self, program: ClosedProgram, mesh: Mesh, in_axes: tuple, out_axes: tuple, name: str):
+        self.closed, self.mesh, self.in_axes, self.out_axes, self.name = program, mesh, in_axes, out_axes, name
+        self.residual_axis = 0 if len(mesh.heads) == len(mesh.local) else PER_DEVICE
 
-def _transpose_program(closed: ClosedProgram, mesh: Mesh, undef: tuple, ct_nz: tuple, in_axes, out_axes):
-    """The per-device transposed program. An output is read from one device (device 0 for out_axes None, the
-    first along the nested axes for mapped ones), so only that device receives its cotangent; an input given to
-    several devices (replicated, or a shard shared along nested axes) gets the sum of their cotangents."""
-    def adjust_ct(i, c):
-        names = _sharing(mesh, out_axes[i])
+    def derive(self, key: tuple, make: Callable, *args):
+        return _cached(self.closed, ("pmap", self.mesh.names, self.mesh.shape) + key,
+                       lambda: _in_frames(self.mesh, make, self.closed, *args))
+
+    def bind(self, args: list, closed: ClosedProgram, name: str, in_axes: tuple, out_axes: tuple) -> list:
+        return pmap_p.bind(*args, program=closed, mesh=self.mesh, in_axes=in_axes, out_axes=out_axes, name=name)
+
+    def adjust_ct(self, i: int, ct):
+        """An output is read from one device (device 0 for out_axes None, the first along the nested axes for
+        mapped ones), so only that device receives its cotangent."""
+        names = _sharing(self.mesh, self.out_axes[i])
         if not names:
-            return c
+            return ct
         first = eq(axis_index(names), full((), 0, np.int32))
-        return select_n(first, full(c.shape, 0, c.dtype), c)
+        return select_n(first, full(ct.shape, 0, ct.dtype), ct)
 
-    shared = [_sharing(mesh, ax) for ax, u in zip(in_axes, undef) if u]
-
-    def adjust_cts_in(res):
-        return [psum(c, names) if names and not is_zero(c) else c for c, names in zip(res, shared)]
-    return _in_frames(mesh, _call_transpose_program, closed, undef, ct_nz, adjust_ct, adjust_cts_in)
-
-
-@pmap_p.def_transpose
-def _pmap_transpose(cts, *args, program, mesh, in_axes, out_axes, name):
-    undef = tuple(type(a) is UndefinedPrimal for a in args)
-    ct_nz = tuple(not is_zero(c) for c in cts)
-    tclosed, in_nz = _cached(program, ("pmap-transpose", mesh.names, mesh.shape, undef, ct_nz),
-                             lambda: _transpose_program(program, mesh, undef, ct_nz, in_axes, out_axes))
-    known = [a for a, u in zip(args, undef) if not u]
-    t_in_axes = tuple(a for a, u in zip(in_axes, undef) if not u) + tuple(a for a, z in zip(out_axes, ct_nz) if z)
-    t_out_axes = tuple(a for a, z in zip([a for a, u in zip(in_axes, undef) if u], in_nz) if z)
-    outs = iter(pmap_p.bind(*known, *[c for c in cts if not is_zero(c)], program=tclosed, mesh=mesh,
-                            in_axes=t_in_axes, out_axes=t_out_axes, name=f"transpose({name})")
-                if any(in_nz) else [])
-    nzs = iter(in_nz)
-    return [None if not u else (next(outs) if next(nzs) else Zero(a.aval)) for a, u in zip(args, undef)]
+    def adjust_cts_in(self, cts: list, undef: tuple) -> list:
+        """An input given to several devices (replicated, or a shard shared along nested axes) gets the sum of
+        their cotangents."""
+        shared = [_sharing(self.mesh, ax) for ax, u in zip(self.in_axes, undef) if u]
+        return [psum(c, names) if names and not is_zero(c) else c for c, names in zip(cts, shared)]
 
 
-@pmap_p.def_batch
-def _pmap_batch(frame, args, dims, *, program, mesh, in_axes, out_axes, name):
-    # pmap's axis first, then the vmapped one
-    moved = [d is not not_mapped and ax is not None for d, ax in zip(dims, in_axes)]
-    new_args = [moveaxis(a, d, 1) if m else a for a, d, m in zip(args, dims, moved)]
-    dev_dims = tuple(0 if m else d for d, m in zip(dims, moved))
-    dev_avals = [_shard_aval(a, None if ax is None else 0) for a, ax in zip(new_args, in_axes)]
-    bclosed, mapped = _cached(program, ("pmap-batch", frame.size, frame.name, dev_dims, mesh.names, mesh.shape),
-                              lambda: _in_frames(mesh, _batch_program, program, frame.size, frame.name, dev_dims,
-                                                 dev_avals))
-    outs = pmap_p.bind(*new_args, program=bclosed, mesh=mesh, in_axes=in_axes, out_axes=out_axes, name=f"vmap({name})")
-    return outs, [not_mapped if not m else (1 if ax is not None else 0) for m, ax in zip(mapped, out_axes)]
+def_call_rules(pmap_p, _PmapSite)
 
 
 def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
