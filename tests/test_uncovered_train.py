@@ -90,6 +90,33 @@ def test_checkpoint_every_and_resume_past_the_end(tmp_path, monkeypatch, capsys)
     assert m["steps"] == 5 and m["resumed_from"] == 5 and m["steps_per_s"] is None
 
 
+def test_resume_without_steps_keeps_the_schedule_of_the_checkpoint(tmp_path):
+    ckd, out = str(tmp_path / "ck"), str(tmp_path / "o")
+    run(["mlp", *TINY, "--steps", "6", "--weight-decay", "0", "--time-limit", "1e-9", "--checkpoint-dir", ckd,
+         "--out", out])
+    assert read_json(os.path.join(out, "metrics.json"))["weight_decay"] == 0.0
+    assert ck.load_metadata(os.path.join(ckd, train.CKPT_NAME))["step"] == "1"
+    run(["mlp", "--batch-size", "16", "--no-progress", "--checkpoint-dir", ckd, "--resume", "--out", out])
+    m = read_json(os.path.join(out, "metrics.json"))
+    assert m["steps"] == m["steps_planned"] == 6 and m["resumed_from"] == 1
+
+
+def test_loss_plot_with_a_moving_average(tmp_path):
+    train.plot_losses(list(np.linspace(2.3, 0.1, 200)), str(tmp_path / "loss.png"), "mlp")
+    assert (tmp_path / "loss.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_mpiexec_is_detected_from_its_environment(monkeypatch):
+    from models import data_parallel
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    assert not data_parallel.launched_by_mpiexec()
+    monkeypatch.setenv("PMI_SIZE", "")
+    assert not data_parallel.launched_by_mpiexec()
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    assert data_parallel.launched_by_mpiexec()
+
+
 def test_resume_with_another_seed_is_an_error(tmp_path):
     ckd = str(tmp_path / "ck")
     run(["mlp", *TINY, "--steps", "1", "--seed", "3", "--checkpoint-dir", ckd, "--out", str(tmp_path)])
