@@ -114,6 +114,8 @@ def bits_per_char(model: GPT, text: np.ndarray, batch_size: int = 32, max_window
     """Validation bits per character on up to ``max_windows`` non-overlapping windows of ``text``."""
     t = model.config.seq_len
     n = min((len(text) - 1) // t, max_windows)
+    if n < 1:
+        raise ValueError(f"bits_per_char: text of {len(text)} characters is shorter than one window of {t + 1}")
     starts = np.arange(n) * t
     total, count = 0.0, 0
     for i in range(0, n, batch_size):

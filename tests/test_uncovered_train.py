@@ -172,6 +172,8 @@ def test_model_and_data_argument_errors(monkeypatch):
         T.generate(model, data.encode("a"), 2, fr.key(0), temperature=0)
     small = data.load_text_corpus(max_chars=1000)
     assert len(small.train) == 1000 and len(small.val) == 100
+    with pytest.raises(ValueError, match="bits_per_char: text of 8 characters is shorter than one window of 9"):
+        T.bits_per_char(model, small.val[:8])
     monkeypatch.setattr(data, "stdlib_files", lambda: [])
     with pytest.raises(RuntimeError, match="load_text_corpus: found no standard-library"):
         data.load_text_corpus()
