@@ -2,7 +2,7 @@
 
 The file format is handled by the ``safetensors`` package (``pip install safetensors``, part of the ``models``
 extra), so other tools can read the files. Leaf names are the tree paths (``layers.0.weight``); ``__metadata__``
-adds a SHA-256 of the data and user metadata. Writes are atomic (temp file + rename); loads validate the file and,
+adds a SHA-256 of the data, the leaf order and user metadata. Writes are atomic (temp file + rename); loads validate the file and,
 given a template tree, every name, shape and dtype.
 """
 from __future__ import annotations
@@ -158,7 +158,8 @@ def load(path: str | os.PathLike, like: Any = None) -> Any:
 
     With ``like`` (a tree of the expected structure, e.g. freshly initialised params), returns a tree of that
     structure and checks that every name is present with the same shape and dtype; otherwise returns a dict
-    ``{path name: Array}`` in the saved tree's order. Raises ``CheckpointError`` (a ValueError) naming the offending key.
+    ``{path name: Array}`` in the saved tree's order. Raises ``CheckpointError`` (a ValueError) naming the offending
+    key.
 
     Example::
 

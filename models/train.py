@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder for metrics.json and loss.png (default runs/<model>)")
     p.add_argument("--time-limit", type=_positive(float),
                    help="training time budget in seconds: the schedule is shortened to the steps that fit (speed "
-                        "re-estimated every 20 steps), and training stops at the limit (default: 270 for transformer, none otherwise)")
+                        "re-estimated every 20 steps), and training stops at the limit (default: 270 for "
+                        "transformer, none otherwise)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in logs)")
     p.add_argument("--devices", type=_positive(int), help="data parallel over N CPU devices (per process) with "
                    "pmap; under mpiexec every process joins (see models/data_parallel.py)")
