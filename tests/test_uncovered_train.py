@@ -43,6 +43,11 @@ def test_bad_flags_are_usage_errors(argv, message, capsys):
     assert e.value.code == 2 and message in capsys.readouterr().err
 
 
+def test_help_lists_the_models_and_options():
+    text = train.build_parser().format_help()
+    assert "{mlp,cnn,transformer,sample}" in text and "--time-limit" in text and "--zero" in text
+
+
 def test_cupy_backend_without_cupy_is_a_usage_error(capsys):
     try:
         import cupy  # noqa: F401
