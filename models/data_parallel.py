@@ -104,10 +104,11 @@ class DataParallel:
         return self._step(model, opt_state, self.shard_batch(x), self.shard_batch(y))
 
 
-def attach(args, loss_fn: Callable, opt, model, opt_state, schedule: tuple):
+def attach(args, loss_fn: Callable, opt, model, opt_state, schedule: tuple, batch_size: int | None = None):
     """Switch ``python -m models.train`` to data parallelism (``--devices``, ``--zero``, or under mpiexec).
 
-    ``schedule`` is ``(steps, lr, weight_decay, warmup)`` for the ZeRO optimizer. Returns the step function,
+    ``schedule`` is ``(steps, lr, weight_decay, warmup)`` for the ZeRO optimizer; ``batch_size`` (the global
+    batch) must split evenly over the devices. Returns the step function,
     the optimizer state to start from, and whether this process is the one that reports and writes files.
     """
     if args.zero and (args.checkpoint_dir or args.resume):
@@ -116,6 +117,9 @@ def attach(args, loss_fn: Callable, opt, model, opt_state, schedule: tuple):
     if args.zero:
         opt = zero_optimizer(*schedule)
     dp = DataParallel(loss_fn, opt, devices=args.devices, zero=args.zero)
+    if batch_size is not None and batch_size % dp.size:
+        raise SystemExit(f"error: the batch size {batch_size} does not split evenly over {dp.size} devices; pass "
+                         f"a --batch-size that is a multiple of {dp.size}")
     if args.zero:
         opt_state = dp.init(model)
     if dp.rank == 0:

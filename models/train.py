@@ -288,7 +288,7 @@ def train(args: argparse.Namespace) -> dict:
     if args.devices or args.zero or data_parallel.launched_by_mpiexec():
         parallel = True
         step_fn, opt_state, main_rank = data_parallel.attach(args, task.loss_fn, opt, model, opt_state,
-                                                             (steps, lr, wd, d["warmup"]))
+                                                             (steps, lr, wd, d["warmup"]), bs)
     time_limit = d.get("time_limit") if args.time_limit is None else args.time_limit
     steps_planned = steps
 

@@ -149,6 +149,8 @@ def test_data_parallel_and_zero_match_one_device(tmp_path):
     single = final_loss("single")
     assert final_loss("dp", "--devices", "2") == pytest.approx(single, rel=1e-4)
     assert final_loss("zero", "--devices", "2", "--zero") == pytest.approx(single, rel=1e-4)
+    with pytest.raises(SystemExit, match="batch size 64 does not split evenly over 3 devices; pass a --batch-size"):
+        train.main(["mlp", "--steps", "1", "--devices", "3", "--out", str(tmp_path)])
     with pytest.raises(SystemExit, match="--zero shards the optimizer state .* --checkpoint-dir or --resume"):
         train.main(["mlp", *TINY, "--zero", "--checkpoint-dir", str(tmp_path / "ck"), "--out", str(tmp_path)])
 
