@@ -86,6 +86,33 @@ def test_put_along_axis_drop_mode_ignores_out_of_range():
     np.testing.assert_array_equal(_np(got), ref)
 
 
+def test_along_axis_programs_are_one_batched_gather_or_scatter():
+    """The leading dims are gather/scatter batch dims: no per-dim iota index arrays (1.5x slower)."""
+    x, i = np.zeros((256, 10), np.float32), np.zeros((256, 1), np.int64)
+    take = str(fl.make_ir(lambda x, i: fnp.take_along_axis(x, i, axis=1))(x, i))
+    put = str(fl.make_ir(lambda x, i: fnp.put_along_axis(x, i, 1.0, axis=1))(x, i))
+    for text, prim in ((take, "gather"), (put, "scatter")):
+        assert text.count(f"{prim}[") == 1 and "batch_dims=1" in text, text
+        assert "iota" not in text and "concatenate" not in text, text
+        assert text.startswith("{ lambda ;"), text      # no closed-over index constants
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_along_axis_broadcasting_matches_numpy(traced):
+    """take broadcasts x against the indices outside axis; put broadcasts values (leading 1s allowed)."""
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 1, 4)
+    ind = np.array([[[3, 0]], [[1, 1]]]).reshape(1, 2, 2)
+    f = lambda a, i: fnp.take_along_axis(a, i, axis=2)
+    got = (fl.jit(f) if traced else f)(fnp.asarray(x), fnp.asarray(ind))
+    np.testing.assert_array_equal(_np(got), np.take_along_axis(x, ind, axis=2))
+    put_ind = np.array([[[3, 0]], [[1, 2]], [[0, 1]]])
+    g = lambda a, i, v: fnp.put_along_axis(a, i, v, axis=-1)
+    want = x.copy()
+    np.put_along_axis(want, put_ind, np.array([[[[5.0, 6.0]]]]), axis=-1)
+    got = (fl.jit(g) if traced else g)(fnp.asarray(x), fnp.asarray(put_ind), fnp.asarray([[[[5.0, 6.0]]]]))
+    np.testing.assert_array_equal(_np(got), want)
+
+
 # --------------------------------------------------------------------------------------------------- round
 round_values = np.concatenate([np.random.default_rng(0).normal(size=64) * 10.0 ** np.arange(-3, 5).repeat(8),
                                np.arange(-20, 20) * 5.0, np.arange(-20, 20) * 0.05, np.arange(-20, 20) * 0.5])
@@ -244,6 +271,19 @@ x23 = fnp.arange(6.0).reshape(2, 3)
      r"^take_along_axis: indices of shape \(3, 1\) do not broadcast against f32\[2,3\] outside axis 1$"),
     (lambda: fnp.put_along_axis(fnp.ones((1, 3)), fnp.asarray([[2], [0]]), 1.0, axis=1), ValueError,
      r"^put_along_axis: indices of shape \(2, 1\) do not broadcast against f32\[1,3\] outside axis 1$"),
+    (lambda: fnp.take_along_axis(x23, fnp.asarray([[2]]), axis=1, mode="wrap"), ValueError,
+     r"^getitem: mode must be one of \(None, 'clip', 'fill', 'promise_in_bounds'\), got 'wrap'$"),
+    (lambda: fnp.put_along_axis(x23, fnp.asarray([[2]]), 1.0, axis=1, mode="wrap"), ValueError,
+     r"^at\[\]\.put_along_axis: mode must be one of \(None, 'clip', 'fill', 'promise_in_bounds', 'drop'\), "
+     r"got 'wrap'$"),
+    (lambda: fnp.put_along_axis(fnp.ones((2, 3)), fnp.asarray([[2], [0]]), [1.0, 2.0], axis=1), ValueError,
+     r"^at\[\]\.put_along_axis: values of shape \(2,\) cannot be broadcast to the indexed shape \(2, 1\)$"),
+    (lambda: fnp.put_along_axis(fnp.ones((2, 3)), fnp.asarray([[2], [0]]), np.ones((2, 2, 1)), axis=1), ValueError,
+     r"^at\[\]\.put_along_axis: values of shape \(2, 2, 1\) cannot be broadcast to the indexed shape \(2, 1\)$"),
+    (lambda: fnp.take_along_axis(fnp.ones((2, 0)), fnp.asarray([[0], [-1]]), axis=1, mode="clip"), ValueError,
+     r"^gather: mode='clip' has no position to clamp to in the empty axis 1 of f32\[2,0\]$"),
+    (lambda: fl.jit(lambda i: fnp.take_along_axis(fnp.ones((0, 2)), i, axis=0))(fnp.asarray([[0, 0]])), ValueError,
+     r"^gather: mode='clip' has no position to clamp to in the empty axis 0 of f32\[0,2\]$"),
     (lambda: fnp.nonzero(fnp.asarray(1.0)), ValueError,
      r"^nonzero: 0-d arrays are not supported; use fnp.atleast_1d\(x\) first$"),
     (lambda: fnp.compress(fnp.asarray([[True]]), x23), ValueError,

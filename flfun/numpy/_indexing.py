@@ -370,10 +370,12 @@ def take(x, indices, /, *, axis: int | None = None, mode: str | None = None, fil
     return getitem(x, (slice(None),) * axis + (indices,), mode, fill_value)
 
 
-def _along_axis(x, indices, axis, op: str, broadcast_x: bool = True):
-    """``(x, index)`` with ``x[index]`` numpy's ``take_along_axis``: ``index`` holds ``indices`` for ``axis`` and
-    aranges for the other dims, which broadcast against each other (``x`` is flattened when ``axis`` is None)."""
+def _along_axis(x, indices, axis, mode, op: str):
+    """``x`` with ``axis`` moved last and the other dims broadcast against the indices', the indices as an index
+    array ``(*batch, m, 1)`` for ``gather``/``scatter`` with ``batch_dims=len(batch)``, the permutation, and the
+    mode. ``put_along_axis`` does not broadcast ``x`` and takes mode ``"drop"``."""
     x = _arr(x)
+    put = op == "put_along_axis"
     host = not isinstance(indices, Tracer)
     ind = np.asarray(indices) if host else indices
     if axis is None:
@@ -391,11 +393,24 @@ def _along_axis(x, indices, axis, op: str, broadcast_x: bool = True):
         batch = tuple(np.broadcast_shapes(*outer))
     except ValueError:
         batch = None
-    if batch is None or (not broadcast_x and batch != outer[0]):
+    if batch is None or (put and batch != outer[0]):
         raise ValueError(f"{op}: indices of shape {tuple(ind.shape)} do not broadcast against {short(x)} "
                          f"outside axis {axis}")
-    return x, tuple(ind if d == axis else np.arange(n).reshape((-1,) + (1,) * (x.ndim - 1 - d))
-                    for d, n in enumerate(x.shape))
+    modes = _MODES + ("drop",) if put else _MODES
+    if mode not in modes:
+        raise ValueError(f"{'at[].' + op if put else 'getitem'}: mode must be one of {modes}, got {mode!r}")
+    n, perm = x.shape[axis], (*range(axis), *range(axis + 1, x.ndim), axis)
+    if mode == "drop":
+        mode = "fill"
+    if host:
+        ind = np.transpose(_check_host(ind, n, axis, mode), perm)
+    else:
+        ind = S.transpose(ind, perm)
+        mode = mode or ("fill" if put else "clip")      # traced out-of-range indices: put drops, take clamps
+    index = _index_array([(ind, n)], batch + (ind.shape[-1],))
+    if not put and n == 0 and mode == "clip" and 0 not in index.shape:     # gather would name the moved axis
+        raise ValueError(f"gather: mode='clip' has no position to clamp to in the empty axis {axis} of {short(x)}")
+    return broadcast_to_shape(S.transpose(x, perm), batch + (n,)), index, perm, mode or "promise_in_bounds"
 
 
 def take_along_axis(x, indices, /, *, axis: int | None = -1, mode: str | None = None, fill_value=None) -> Array:
@@ -407,7 +422,10 @@ def take_along_axis(x, indices, /, *, axis: int | None = -1, mode: str | None = 
         >>> fnp.take_along_axis(x, fnp.asarray([[0, 2, 1], [1, 2, 0]]), axis=1).tolist()
         [[10.0, 20.0, 30.0], [40.0, 50.0, 60.0]]
     """
-    return getitem(*_along_axis(x, indices, axis, "take_along_axis"), mode, fill_value)
+    xt, index, perm, mode = _along_axis(x, indices, axis, mode, "take_along_axis")
+    nb = xt.ndim - 1
+    out = gather(xt, index, axes=(nb,), batch_dims=nb, mode=mode, fill_value=fill_value)
+    return S.transpose(out, np.argsort(perm))
 
 
 def put_along_axis(x, indices, values, /, *, axis: int | None, mode: str | None = None) -> Array:
@@ -420,8 +438,18 @@ def put_along_axis(x, indices, values, /, *, axis: int | None, mode: str | None 
         [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
     """
     shape = _arr(x).shape
-    flat, index = _along_axis(x, indices, axis, "put_along_axis", broadcast_x=False)
-    return S.reshape(_update(flat, index, values, "set", mode, "put_along_axis"), shape)
+    xt, index, perm, mode = _along_axis(x, indices, axis, mode, "put_along_axis")
+    inv, nb = tuple(np.argsort(perm)), xt.ndim - 1
+    target = tuple(index.shape[:-1][i] for i in inv)      # the indexed shape, in x's dim order
+    v = _arr(values)
+    lead = max(len(v.shape) - len(target), 0)       # leading dims that must be 1s
+    if any(d != 1 for d in v.shape[:lead]) or any(a not in (1, b) for a, b in zip(v.shape[::-1], target[::-1])):
+        raise ValueError(f"at[].put_along_axis: values of shape {tuple(v.shape)} cannot be broadcast to the "
+                         f"indexed shape {target}")
+    v = v if v.dtype == xt.dtype else E.convert_element_type(v, xt.dtype)
+    v = S.transpose(broadcast_to_shape(S.reshape(v, tuple(v.shape)[lead:]), target), perm)
+    out = scatter(xt, index, v, axes=(nb,), batch_dims=nb, mode=mode)
+    return S.reshape(S.transpose(out, inv), shape)
 
 
 # ------------------------------------------------------------------------------------- data-dependent shapes
