@@ -32,7 +32,8 @@ from flfun.sharded import ShardedArray
 from flfun.transforms.call import (BACKEND_COMPILERS, DEFAULT_STRATEGY, CallSite, _cached, close_program,
                                    compile_program, def_call_rules)
 from flfun.transforms.staging import trace_to_program
-from flfun.tree import broadcast_prefix, tree_flatten, tree_unflatten
+from flfun.transforms.vmap import mapped_axes, mapped_size
+from flfun.tree import tree_flatten, tree_unflatten
 from flfun.util import prod
 
 
@@ -115,15 +116,8 @@ class PmapFunction:
         spec = tuple(self.in_axes) if isinstance(self.in_axes, list) else self.in_axes
         if isinstance(spec, tuple) and len(spec) == nargs:
             spec = tuple(a for i, a in enumerate(spec) if i not in static_pos)
-        axes = _canonical_axes(spec, dyn, leaves, "in_axes")
-        sizes = [(i, get_aval(x).shape[a]) for i, (x, a) in enumerate(zip(leaves, axes)) if a is not None]
-        if not sizes and self.axis_size is None:
-            raise ValueError("pmap: no argument is mapped (all in_axes are None); pass axis_size")
-        n = sizes[0][1] if sizes else self.axis_size
-        if any(s != n for _, s in sizes) or (self.axis_size is not None and self.axis_size != n):
-            raise ValueError(f"pmap: mapped axes have different sizes "
-                             f"({', '.join(f'leaf {i}: {s}' for i, s in sizes)}"
-                             f"{'' if self.axis_size is None else f', axis_size={self.axis_size}'})")
+        axes = mapped_axes("pmap", spec, dyn, leaves)
+        n = mapped_size("pmap", leaves, axes, self.axis_size)
         return static_pos, leaves, in_tree, axes, n
 
     def _apply(self, args: tuple, static_pos: set, in_tree, xs) -> tuple:
@@ -175,7 +169,7 @@ class PmapFunction:
                 closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
             self.trace_count += 1
             avals = closed.out_avals
-            out_axes = _canonical_axes(self.out_axes, tree_unflatten(out_tree[0], avals), avals, "out_axes", 1)
+            out_axes = mapped_axes("pmap", self.out_axes, tree_unflatten(out_tree[0], avals), avals, "out_axes", 1)
             hit = (closed, out_tree[0], tracers, out_axes, tuple(mesh_axes))
             if not tracers:
                 self._traces[key] = hit
@@ -217,7 +211,7 @@ class PmapFunction:
                 return squeeze(dynamic_slice(x, starts, shape[:a] + (1,) + shape[a + 1:]), (a,))
             ol, td = self._apply(args, static_pos, in_tree, [take(x, a) if a is not None else x
                                                               for x, a in zip(leaves, axes)])
-            oaxes = _canonical_axes(self.out_axes, tree_unflatten(td, ol), ol, "out_axes", 1)
+            oaxes = mapped_axes("pmap", self.out_axes, tree_unflatten(td, ol), ol, "out_axes", 1)
             res = [all_gather(o, self.axis_name, axis=a) if a is not None else o for o, a in zip(ol, oaxes)]
         return tree_unflatten(td, res)
 
@@ -234,22 +228,6 @@ class _Lowered:
     def compile(self, device=None):
         """The per-device executable (with its memory plan) on ``device`` (default: the mesh's first)."""
         return compile_program(self.closed, device or self.mesh.local[0][1])
-
-
-def _canonical_axes(spec, tree, leaves: list, what: str, extra: int = 0) -> list:
-    """Per-leaf mapped axes (non-negative ints or None) from ``spec``: an int, None or a pytree prefix of
-    ``tree`` (whose leaves are ``leaves``). ``extra`` counts the device axis (1 for outputs)."""
-    axes = broadcast_prefix(tuple(spec) if isinstance(spec, list) else spec, tree, f"pmap {what}")
-    for i, (x, ax) in enumerate(zip(leaves, axes)):
-        if ax is not None:
-            nd = len(get_aval(x).shape) + extra
-            if not isinstance(ax, int) or isinstance(ax, bool):
-                raise ValueError(f"pmap: {what} entries must be int or None, got {ax!r}")
-            if not -nd <= ax < nd:
-                raise ValueError(f"pmap: {what}={ax} is out of bounds for {('argument', 'output')[extra]} leaf {i} "
-                                 f"of rank {nd - extra}")
-            axes[i] = ax % nd
-    return axes
 
 
 def _shard_aval(x, ax) -> ShapedArray:

@@ -72,6 +72,36 @@ def _move_out(x, bdim, dst, size, index):
     return moveaxis(x, 0, canonical_axis(dst, len(x.shape), "vmap out_axes"))
 
 
+def mapped_axes(op: str, spec, tree, leaves: list, what: str = "in_axes", extra: int = 0) -> list:
+    """Per-leaf mapped axes (non-negative ints or None) from ``spec``: an int, None or a pytree prefix of ``tree``
+    (whose leaves are ``leaves``), a list counting as a tuple. ``extra`` counts pmap's device axis (1 for outputs);
+    ``op`` (vmap, pmap) starts the error messages."""
+    axes = broadcast_prefix(tuple(spec) if isinstance(spec, list) else spec, tree, f"{op} {what}")
+    for i, (x, ax) in enumerate(zip(leaves, axes)):
+        if ax is not None:
+            nd = len(get_aval(x).shape) + extra
+            if not isinstance(ax, int) or isinstance(ax, bool):
+                raise ValueError(f"{op}: {what} entries must be int or None, got {ax!r}")
+            if not -nd <= ax < nd:
+                raise ValueError(f"{op}: {what}={ax} is out of bounds for {('argument', 'output')[extra]} leaf {i} "
+                                 f"of rank {nd - extra}")
+            axes[i] = ax % nd
+    return axes
+
+
+def mapped_size(op: str, leaves: list, axes: list, axis_size: int | None) -> int:
+    """The size of the mapped axis: ``axis_size``, or the common size of the mapped ``axes`` of ``leaves``."""
+    sizes = {i: get_aval(x).shape[ax] for i, (x, ax) in enumerate(zip(leaves, axes)) if ax is not None}
+    size = axis_size if axis_size is not None else next(iter(sizes.values()), None)
+    if size is None:
+        raise ValueError(f"{op}: no argument is mapped (all in_axes are None); pass axis_size")
+    if any(s != size for s in sizes.values()):
+        desc = ", ".join(f"leaf {i}: {s}" for i, s in sizes.items())
+        raise ValueError(f"{op}: mapped axes have different sizes ({desc}"
+                         f"{'' if axis_size is None else f', axis_size={axis_size}'})")
+    return size
+
+
 def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None,
          axis_name: Hashable | None = None) -> Callable:
     """Vectorise ``f`` over the ``in_axes`` of its arguments, stacking results along ``out_axes``.
@@ -88,26 +118,8 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None
 
     def batched(*args):
         leaves, tree = tree_flatten(args)
-        axes = broadcast_prefix(tuple(in_axes) if isinstance(in_axes, list) else in_axes, args, "vmap in_axes") \
-            if not isinstance(in_axes, int) else [in_axes] * len(leaves)
-        dims, sizes = [], {}        # a None axis is not_mapped
-        for i, (x, ax) in enumerate(zip(leaves, axes)):
-            if ax is not None:
-                if not isinstance(ax, int) or isinstance(ax, bool):
-                    raise ValueError(f"vmap: in_axes entries must be int or None, got {ax!r}")
-                shape = get_aval(x).shape
-                if not -len(shape) <= ax < len(shape):
-                    raise ValueError(f"vmap: in_axes={ax} is out of bounds for argument leaf {i} of rank {len(shape)}")
-                ax %= len(shape)
-                sizes[i] = shape[ax]
-            dims.append(ax)
-        size = axis_size if axis_size is not None else next(iter(sizes.values()), None)
-        if size is None:
-            raise ValueError("vmap: no argument is mapped (all in_axes are None); pass axis_size")
-        if any(s != size for s in sizes.values()):
-            desc = ", ".join(f"leaf {i}: {s}" for i, s in sizes.items())
-            raise ValueError(f"vmap: mapped axes have different sizes ({desc}"
-                             f"{'' if axis_size is None else f', axis_size={axis_size}'})")
+        dims = mapped_axes("vmap", in_axes, args, leaves)      # a None axis is not_mapped
+        size = mapped_size("vmap", leaves, dims, axis_size)
         flat_f, out_tree = flatten_fun(f, tree)
         outs, out_dims = vmap_flat(flat_f, AxisData(size, axis_name), leaves, dims)
         wanted = [out_axes] * len(outs) if isinstance(out_axes, int) or out_axes is None else \
@@ -117,4 +129,4 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None
     return batched
 
 
-__all__ = ["vmap", "AxisData", "BatchTrace", "BatchTracer", "vmap_flat"]
+__all__ = ["vmap", "AxisData", "BatchTrace", "BatchTracer", "vmap_flat", "mapped_axes", "mapped_size"]
