@@ -219,6 +219,24 @@ class CodeGen:
         lines.append(f"return [{', '.join(outs)}]")
         return lines
 
+    def equations(self, backend: str, out_args: Callable, literal: Callable | None = None, timed: bool = False
+                  ) -> list[str]:
+        """One ``outputs = impl(inputs, params, out)`` statement per equation, each followed by its ``del``:
+        ``out_args(e, impl)`` is the list of trailing ``out`` arguments (empty or one), ``literal(v)`` a literal
+        input of an impl that is not a ufunc (default: the literal itself); ``timed`` appends each call's time
+        to ``_times``."""
+        body = []
+        for i, e in enumerate(self.program.eqns):
+            fn = impl_for(e.prim, backend)
+            impl = self.bound("f", fn)
+            as_is = literal is None or type(fn).__name__ == "ufunc"
+            args = [self.atom(v) if as_is or type(v) is not Literal else literal(v) for v in e.inputs]
+            args += [f"{k}={self.bound('p', p)}" for k, p in e.params.items()]
+            call = f"{self.lhs(e)} = {impl}({', '.join(args + out_args(e, fn))})"
+            body += ["_t = _clock()", call, "_times.append(_clock() - _t)"] if timed else [call]
+            body += self.dead(e, i)
+        return body
+
     def source(self, body: list[str]) -> str:
         """Source of ``_factory(*closure_values) -> run`` with ``body`` as ``run``'s body."""
         params = ", ".join(f"a{i}" for i in range(len(self.program.invars)))
@@ -231,21 +249,13 @@ def _generate(program: Program, plan: MemoryPlan, backend: str, consts: list, de
     """Source of ``_factory(*closure_values) -> run`` and the closure values by name (with ``timed``, ``run``
     also appends each equation's wall time to the list ``_times``)."""
     g = CodeGen(program, plan, consts, device, arena, {"_clock": timed, "_times": []} if timed else None)
-    body = []
-    for i, e in enumerate(program.eqns):
-        fn = impl_for(e.prim, backend)
-        impl = g.bound("f", fn)
-        args = [g.atom(v) for v in e.inputs]
-        args += [f"{k}={g.bound('p', p)}" for k, p in e.params.items()]
-        lhs = g.lhs(e)
+
+    def out_args(e: Eqn, fn) -> list[str]:
         target = g.target(e.outputs[0]) if len(e.outputs) == 1 else None
-        if target is not None:           # a ufunc takes out= positionally (a little faster)
-            args.append(target if isinstance(fn, np.ufunc) and not e.params else f"out={target}")
-        call = f"{lhs} = {impl}({', '.join(args)})"
-        body += ["_t = _clock()", call, "_times.append(_clock() - _t)"] if timed else [call]
-        body += g.dead(e, i)
-    body += g.outputs()
-    return g.source(body), g.names
+        if target is None:
+            return []
+        return [target if isinstance(fn, np.ufunc) and not e.params else f"out={target}"]    # positional: faster
+    return g.source(g.equations(backend, out_args, timed=bool(timed)) + g.outputs()), g.names
 
 
 __all__ = ["CodeGen", "Executable", "accepts_out", "impl_for", "load", "setup_arena", "writes_out"]

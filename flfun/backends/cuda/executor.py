@@ -15,7 +15,7 @@ import numpy as np
 
 from flfun import core
 from flfun.config import config
-from flfun.executor import CodeGen, accepts_out, impl_for, load, setup_arena, writes_out
+from flfun.executor import CodeGen, accepts_out, load, setup_arena, writes_out
 from flfun.fusion import FusedPrimitive, fuse_elementwise
 from flfun.ir import ClosedProgram, Eqn, Literal, Program
 from flfun.memory.planner import MemoryPlan, plan_program
@@ -115,27 +115,19 @@ def generate(program: Program, plan: MemoryPlan, device, consts: list, arena):
     g = CodeGen(program, plan, consts, device, arena)
     device_literals: dict = {}
 
-    def device_literal(v) -> str:
-        key = (v.val.dtype.str, v.val.tobytes())
-        if key not in device_literals:
-            device_literals[key] = g.bound("d", device.put(np.asarray(v.val)))
-        return device_literals[key]
+    def device_literal(v: Literal) -> str:
+        if v.key not in device_literals:
+            device_literals[v.key] = g.bound("d", device.put(np.asarray(v.val)))
+        return device_literals[v.key]
 
-    body = []
-    for i, e in enumerate(program.eqns):
-        fn = impl_for(e.prim, device.backend)
-        ufunc = type(fn).__name__ == "ufunc"
-        args = [g.atom(v) if ufunc or type(v) is not Literal else device_literal(v) for v in e.inputs]
-        args += [f"{k}={g.bound('p', p)}" for k, p in e.params.items()]
-        lhs = g.lhs(e)
+    def out_args(e: Eqn, fn) -> list[str]:
         if isinstance(e.prim, FusedPrimitive):
-            args.append(f"out=({', '.join(g.target(v) or 'None' for v in e.outputs)},)")
-        elif len(e.outputs) == 1 and not e.prim.multiple_results and accepts_out(fn):
+            return [f"out=({', '.join(g.target(v) or 'None' for v in e.outputs)},)"]
+        if len(e.outputs) == 1 and not e.prim.multiple_results and accepts_out(fn):
             t = g.target(e.outputs[0])
-            if t is not None:
-                args.append(f"out={t}")
-        body.append(f"{lhs} = {g.bound('f', fn)}({', '.join(args)})")
-        body += g.dead(e, i)
+            return [] if t is None else [f"out={t}"]
+        return []
+    body = g.equations(device.backend, out_args, device_literal)
     body += g.outputs(device.xp.may_share_memory, lambda v: f"{device_literal(v)}.copy()")
     return g.source(body), g.names
 
