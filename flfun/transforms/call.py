@@ -173,6 +173,7 @@ class CallSite:
 
 
 def call_jvp(site: CallSite, primals, tangents):
+    """Bind the primal program (outputs + residuals), then the linear tangent program on the nonzero tangents."""
     nz = tuple(not is_zero(t) for t in tangents)
     known, lin, res_invars, num_out, out_nz = site.derive(("jvp", nz), _jvp_split, nz)
     res_axes = (site.residual_axis,) * (len(known.out_avals) - num_out)
@@ -185,6 +186,7 @@ def call_jvp(site: CallSite, primals, tangents):
 
 
 def call_transpose(site: CallSite, cts, args):
+    """Bind the transposed program on the known operands and the nonzero cotangents."""
     undef = tuple(type(a) is UndefinedPrimal for a in args)
     known = [not u for u in undef]
     ct_nz = tuple(not is_zero(c) for c in cts)
