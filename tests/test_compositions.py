@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import flfun as fl
@@ -90,8 +90,8 @@ def _apply(np_, op: str, a, b, i: int, j: int):
         return np_.sort(a, axis=i % 2)
     if op == "clip":
         return np_.clip(a, -0.5, 0.5)
-    if op == "abs":
-        return np_.abs(a) * b
+    if op == "abs":   # off the kink at 0, where flfun and JAX differ (test_abs_grad_at_zero)
+        return np_.abs(a - 0.123456789) * b
     if op == "stack":
         return np_.sum(np_.stack([a, b, a * b], axis=i % 3), axis=i % 3)
     raise ValueError(op)
@@ -138,7 +138,12 @@ def cases(draw, batch: int = 0):
     prog = draw(programs())
     x = draw(arrays("float64", ((batch,) if batch else ()) + prog.shape, low=-1.5, high=1.5))
     y = draw(arrays("float64", prog.shape, low=-1.5, high=1.5))
-    return prog, x, y
+    return prog, _flush_subnormals(x), _flush_subnormals(y)
+
+
+def _flush_subnormals(x):
+    """XLA on CPU flushes subnormals to zero (so maximum(0, 5e-324) is a tie there); numpy does not."""
+    return np.where(np.abs(x) < np.finfo(np.float64).tiny, 0.0, x)
 
 
 def assert_tree_close(actual, expected, what=""):
@@ -155,6 +160,15 @@ def assert_tree_close(actual, expected, what=""):
     assert a.dtype == e.dtype, f"{what}: dtype {a.dtype} vs {e.dtype}"
     scale = float(np.max(np.abs(e), initial=1.0))
     np.testing.assert_allclose(a, e, rtol=RTOL, atol=RTOL * scale, err_msg=what, strict=True)
+
+
+def well_conditioned(jfun, x, y) -> bool:
+    """Whether JAX's answer moves by less than RTOL when x and y move by 1e-13 (relative): deep stacks over
+    large values (sin of 1e10) are too ill-conditioned for any two float64 evaluation orders to agree to RTOL."""
+    out = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(jfun(*_j(x, y)))]
+    moved = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(jfun(*_j(x * (1 + 1e-13), y * (1 - 1e-13))))]
+    return all(np.max(np.abs(a - b), initial=0.0) <= RTOL * float(np.max(np.abs(a), initial=1.0)) / 10
+               for a, b in zip(out, moved))
 
 
 def _j(*xs):
@@ -255,15 +269,24 @@ def test_pytree_params(case):
     assert_tree_close(fl.vmap(fl.grad(f), in_axes=(axes,))(params(fnp.asarray, xs)), expected, "vmap(grad)")
 
 
+@pytest.mark.xfail(strict=True, reason="abs's jvp is t * sign(x) (0 at 0); JAX's is select(x >= 0, t, -t)")
+def test_abs_grad_at_zero():
+    x = np.array([0.0, -1.0, 2.0])
+    assert_tree_close(fl.grad(lambda x: fnp.sum(fnp.abs(x)))(fnp.asarray(x)),
+                      jax.grad(lambda x: jnp.sum(jnp.abs(x)))(jnp.asarray(x)), "grad of abs")
+
+
 # ------------------------------------------------------------------------------------ random transform stacks
 SCALES = np.array([0.5, -1.0])
-STACK = ("jit", "grad", "vmap", "vmap_axes", "jvp", "linearize", "jacrev", "jacfwd")
+STACK = ("jit", "jit_closure", "grad", "vmap", "vmap_axes", "jvp", "vjp", "linearize", "jacrev", "jacfwd", "value_and_grad_aux")
 
 
 def _wrap(tf, np_, name: str, g, tx, ty):
     """One layer of a transform stack: a function of (x, y) built from ``g`` by transform module ``tf``."""
     if name == "jit":
         return tf.jit(g)
+    if name == "jit_closure":   # x enters the jitted body as a closed-over (possibly traced) value
+        return lambda x, y: tf.jit(lambda y: g(x, y))(y)
     if name == "grad":
         return tf.grad(lambda x, y: np_.sum(np_.sin(g(x, y))))
     if name == "vmap":
@@ -273,6 +296,16 @@ def _wrap(tf, np_, name: str, g, tx, ty):
             np_.asarray(SCALES), np_.stack([y, y * y], axis=1))
     if name == "jvp":
         return lambda x, y: tf.jvp(g, (x, y), (np_.asarray(tx), np_.asarray(ty)))[1]
+    if name == "vjp":   # the cotangent is computed from the primal output
+        def pulled(x, y):
+            out, pull = tf.vjp(g, x, y)
+            return pull(np_.cos(out))[1]
+        return pulled
+    if name == "value_and_grad_aux":
+        def vg(x, y):
+            (v, aux), gx = tf.value_and_grad(lambda x: (np_.sum(np_.sin(g(x, y))), g(x, y)), has_aux=True)(x)
+            return gx * v + np_.sum(aux)
+        return vg
     if name == "linearize":
         return lambda x, y: tf.linearize(g, x, y)[1](np_.asarray(tx), np_.asarray(ty))
     if name == "jacrev":
@@ -289,6 +322,7 @@ def test_random_transform_stacks(case, stack, seed):
     f, jf = prog.vec(fnp), prog.vec(jnp)
     for name in stack:
         f, jf = _wrap(fl, fnp, name, f, tx, ty), _wrap(jax, jnp, name, jf, tx, ty)
+    assume(well_conditioned(jf, x, y))
     assert_tree_close(f(*_f(x, y)), jf(*_j(x, y)), " o ".join(reversed(stack)))
 
 
