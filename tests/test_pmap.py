@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
+from cpu_devices import cpu_devices
 import flfun as fl
 import flfun.numpy as fnp
 from flfun.devices import (device_count, device_put, device_put_replicated, device_put_sharded, devices,
-                           local_device_count, local_devices, process_count, process_index, set_cpu_device_count)
+                           local_device_count, process_count, process_index, set_cpu_device_count)
 from flfun.distributed import CollectiveAbortedError, CollectiveTimeoutError, ThreadCommunicator
 from flfun.lax import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, psum,
                        psum_scatter)
@@ -26,10 +27,8 @@ COUNTS = (1, 2, 4, 8)
 
 @pytest.fixture(scope="module", autouse=True)
 def eight_devices():
-    before = len(local_devices("numpy"))
-    set_cpu_device_count(8)
-    yield
-    set_cpu_device_count(before)
+    with cpu_devices(8):
+        yield
 
 
 def _mixed(v):

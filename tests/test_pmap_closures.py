@@ -6,18 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cpu_devices import cpu_devices
 import flfun as fl
 import flfun.numpy as fnp
-from flfun.devices import device_count, set_cpu_device_count
+from flfun.devices import device_count
 from flfun.lax import all_gather, all_to_all, psum_scatter
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _four_devices():
-    before = device_count()
-    set_cpu_device_count(max(before, 4))
-    yield
-    set_cpu_device_count(before)
+    with cpu_devices(max(device_count(), 4)):
+        yield
 
 
 def _outer_i_inner_j(fn, x):

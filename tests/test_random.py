@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cpu_devices import cpu_devices
 import flfun
 import flfun.numpy as fnp
 from flfun import random as fr
@@ -162,14 +163,9 @@ def test_same_numbers_under_vmap_and_grad():
 
 @pytest.mark.skipif(not hasattr(flfun, "pmap"), reason="flfun.pmap not available")
 def test_same_numbers_under_pmap():
-    from flfun.devices import local_devices, set_cpu_device_count
-    before = len(local_devices("numpy"))
-    set_cpu_device_count(max(before, 2))
-    try:
-        keys = fr.split(fr.key(4), 2)
+    keys = fr.split(fr.key(4), 2)
+    with cpu_devices(max(flfun.local_device_count(), 2)):
         out = np.asarray(flfun.pmap(lambda k: fr.normal(fr.fold_in(k, 3), (3,)), "i")(keys))
-    finally:
-        set_cpu_device_count(before)
     expected = [np.asarray(fr.normal(fr.fold_in(fnp.asarray(r), 3), (3,))) for r in np.asarray(keys)]
     np.testing.assert_array_equal(out, np.stack(expected))
 

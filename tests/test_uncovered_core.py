@@ -7,6 +7,7 @@ import threading
 import numpy as np
 import pytest
 
+from cpu_devices import cpu_devices
 import flfun
 import flfun.numpy as fnp
 from flfun import dtypes, lax, primitives
@@ -39,9 +40,8 @@ def test_an_array_pickled_on_a_gpu_loads_on_the_default_device_without_one():
 
 
 def test_pickle_and_jit_constants_on_a_second_device():
-    before = flfun.local_device_count()
-    try:
-        cpu1 = flfun.set_cpu_device_count(2)[1]
+    with cpu_devices(2) as devs:
+        cpu1 = devs[1]
         tree = {"w": flfun.device_put(fnp.ones((2, 2)), cpu1), "b": [fnp.arange(3)]}
         for out in (pickle.loads(pickle.dumps(tree)), copy.deepcopy(tree)):
             assert out["w"].device is cpu1 and out["b"][0].device is tree["b"][0].device
@@ -50,8 +50,6 @@ def test_pickle_and_jit_constants_on_a_second_device():
         const = flfun.device_put(fnp.arange(3.0), cpu1)       # jit moves a closed-over constant to the call's device
         out = flfun.jit(lambda x: x + const)(fnp.ones(3))
         assert out.tolist() == [1.0, 2.0, 3.0] and out.device is flfun.devices()[0]
-    finally:
-        flfun.set_cpu_device_count(before)
 
 
 def test_numpy_views_cannot_mutate_an_array():

@@ -7,10 +7,11 @@ import sys
 import numpy as np
 import pytest
 
+from cpu_devices import cpu_devices
 import flfun as fl
 import flfun.numpy as fnp
 from flfun.backends.base import Device
-from flfun.devices import device_put, device_put_sharded, devices, local_devices, set_cpu_device_count
+from flfun.devices import device_put, device_put_sharded, devices
 from flfun.distributed import ThreadCommunicator, get_timeout, set_timeout
 from flfun.lax import all_to_all, axis_index, ppermute, psum_scatter
 from flfun.optim import sgd
@@ -21,10 +22,8 @@ from flfun.transforms.pmap import pmap
 
 @pytest.fixture(scope="module", autouse=True)
 def four_devices():
-    before = len(local_devices("numpy"))
-    set_cpu_device_count(4)
-    yield
-    set_cpu_device_count(before)
+    with cpu_devices(4):
+        yield
 
 
 X = np.arange(6.0, dtype=np.float32).reshape(2, 3)

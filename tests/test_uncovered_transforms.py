@@ -7,6 +7,7 @@ import functools
 import numpy as np
 import pytest
 
+from cpu_devices import cpu_devices
 import flfun as fl
 import flfun.numpy as fnp
 from flfun.transforms.jit import JitFunction
@@ -233,11 +234,8 @@ def test_jit_of_a_callable_without_signature_and_lower_under_a_transform():
 
 @pytest.fixture
 def two_devices():
-    from flfun.devices import devices, local_devices, set_cpu_device_count
-    before = len(local_devices("numpy"))
-    set_cpu_device_count(2)
-    yield devices()
-    set_cpu_device_count(before)
+    with cpu_devices(2) as devs:
+        yield devs
 
 
 def test_jit_arguments_on_different_devices(two_devices):
