@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from flfun.memory import telemetry
-from flfun.memory.allocator import _fmt
+from flfun.memory.report import format_bytes as _fmt
 
 
 @dataclass

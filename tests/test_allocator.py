@@ -15,7 +15,7 @@ from hypothesis.stateful import (
 
 from flfun import memory
 from flfun.memory import CachingAllocator, DirectAllocator
-from flfun.memory.allocator import Block
+from flfun.memory.raw import Block
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -64,7 +64,7 @@ class AllocatorMachine(RuleBasedStateMachine):
             need = self.alloc.allocation_size(self.alloc.round_size(n)) if hasattr(self.alloc, "round_size") else n
             assert after["reserved_bytes.all.current"] + need > cap
             self.ooms += 1
-            return memory.allocator.Block.__new__(Block)  # placeholder that is never a live block
+            return memory.raw.Block.__new__(Block)  # placeholder that is never a live block
         assert b.size >= n and b.requested == n and b.allocated
         self.requested += n
         return b
@@ -284,7 +284,7 @@ def test_machine_reaches_oom():
 
 @pytest.mark.parametrize("make", [DirectAllocator, CachingAllocator])
 def test_memory_running_out_without_a_capacity_is_a_memory_error(make):
-    class Exhausted(memory.allocator.HostMemory):
+    class Exhausted(memory.raw.HostMemory):
         def alloc(self, nbytes):
             raise MemoryError("no more")
     with pytest.raises(MemoryError, match=r"out of memory allocating 1.00 KiB .* capacity unlimited"):

@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from flfun.memory.allocator import Allocator, Block, CachingAllocator, DirectAllocator, RawMemory, make_memory
+from flfun.memory.allocator import Allocator, DirectAllocator
+from flfun.memory.caching import CachingAllocator
+from flfun.memory.raw import Block, RawMemory, make_memory
 from flfun.memory.telemetry import Trace, compare, record, replay, to_memory_viz
 
 _ALLOCATOR_CLASSES: dict[str, type] = {"direct": DirectAllocator, "caching": CachingAllocator}

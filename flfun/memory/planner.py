@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from flfun.ir import Eqn, Program, Var
-from flfun.memory.allocator import ALIGNMENT, _figure, _fmt
+from flfun.memory.raw import ALIGNMENT
+from flfun.memory.report import figure as _figure, format_bytes as _fmt
 
 
 @dataclass

@@ -21,7 +21,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from flfun.memory.allocator import Allocator, CachingAllocator, _figure, _fmt
+from flfun.memory.allocator import Allocator
+from flfun.memory.caching import CachingAllocator
+from flfun.memory.report import figure as _figure, format_bytes as _fmt
 
 # ------------------------------------------------------------------------------------------ impl instrumentation
 _listeners: list = []
