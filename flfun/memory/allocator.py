@@ -178,10 +178,11 @@ class BaseAllocator:
     def summary(self) -> str:
         """One line: allocated / requested / reserved / cached-free / largest free block."""
         s = self.stats()
-        return (f"allocated {format_bytes(s['allocated_bytes.all.current'])} (requested "
-                f"{format_bytes(s['requested_bytes.all.current'])}), reserved {format_bytes(s['reserved_bytes.all.current'])} in "
-                f"{s['segment.all.current']} segments, cached free {format_bytes(s['cached_free_bytes'])} (largest block "
-                f"{format_bytes(s['largest_free_block'])}), peak reserved {format_bytes(s['reserved_bytes.all.peak'])}")
+        f = format_bytes
+        return (f"allocated {f(s['allocated_bytes.all.current'])} (requested "
+                f"{f(s['requested_bytes.all.current'])}), reserved {f(s['reserved_bytes.all.current'])} in "
+                f"{s['segment.all.current']} segments, cached free {f(s['cached_free_bytes'])} (largest block "
+                f"{f(s['largest_free_block'])}), peak reserved {f(s['reserved_bytes.all.peak'])}")
 
     def reset_peak_stats(self) -> None:
         for st in (st for pools in self._stats.values() for st in pools.values()):
