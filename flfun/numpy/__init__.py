@@ -7,12 +7,17 @@ Every function here works on concrete arrays and under every transform; it follo
 from flfun.array import Array
 from flfun.dtypes import (bool_ as bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
                           float32, float64)
+from flfun.numpy._asarray import *  # noqa: F401,F403
 from flfun.numpy._creation import *  # noqa: F401,F403
 from flfun.numpy._elementwise import *  # noqa: F401,F403
 from flfun.numpy._reductions import *  # noqa: F401,F403
-from flfun.numpy._manipulation import *  # noqa: F401,F403
+from flfun.numpy._shaping import *  # noqa: F401,F403
+from flfun.numpy._joining import *  # noqa: F401,F403
+from flfun.numpy._dtype_functions import *  # noqa: F401,F403
 from flfun.numpy._linalg import *  # noqa: F401,F403
 from flfun.numpy._indexing import *  # noqa: F401,F403
+from flfun.numpy._updates import *  # noqa: F401,F403
+from flfun.numpy._take import *  # noqa: F401,F403
 from flfun.numpy._sorting import *  # noqa: F401,F403
 from flfun.numpy._info import *  # noqa: F401,F403
 from flfun.numpy import linalg  # noqa: F401

@@ -1,7 +1,7 @@
-"""Array creation for ``flfun.numpy``: asarray, zeros, ones, full, arange, linspace, eye, meshgrid, tril, ...
+"""Array creation for ``flfun.numpy``: zeros, ones, full, arange, linspace, eye, meshgrid, tril, ...
+(``asarray`` and friends are in ``_asarray.py``).
 
-Default dtypes are float32 and int64; numpy inputs keep their dtype. Arrays are immutable, so creation from
-mutable host data (numpy arrays, lists) copies, and ``fnp.copy`` is the identity.
+Default dtypes are float32 and int64; numpy inputs keep their dtype.
 """
 import math
 import operator
@@ -10,153 +10,23 @@ import numpy as np
 
 from flfun import dtypes
 from flfun.array import Array
-from flfun.core import Tracer, default_device, is_weak, short, wrap
+from flfun.core import is_weak, short
+from flfun.numpy._asarray import as_array, asarray, ints, matrix_stack, to_device
+from flfun.numpy._elementwise import power
+from flfun.numpy._linalg import diagonal
 from flfun.numpy._promote import dtype_and_weak, promote
+from flfun.numpy._shaping import moveaxis
 from flfun.primitives import elementwise as lax
 from flfun.primitives import shape as lax_shape
 from flfun.primitives.common import broadcast_to_shape
 
-__all__ = ["asarray", "array", "copy", "from_dlpack", "full", "zeros", "ones", "empty", "full_like", "zeros_like",
-           "ones_like", "empty_like", "arange", "linspace", "logspace", "eye", "identity", "meshgrid", "tri",
-           "tril", "triu", "diag", "diagflat"]
+__all__ = ["full", "zeros", "ones", "empty", "full_like", "zeros_like", "ones_like", "empty_like", "arange", "linspace",
+           "logspace", "eye", "identity", "meshgrid", "tri", "tril", "triu", "diag", "diagflat"]
 
 
-# ------------------------------------------------------------------------------------------------- asarray
-def _leaves(obj) -> list:
-    if not isinstance(obj, (list, tuple)):
-        return [obj]
-    return [leaf for o in obj for leaf in _leaves(o)]
-
-
-def _infer_dtype(obj) -> np.dtype:
-    """The dtype of ``obj`` with Python scalars weak: ``[1, 2.5] -> float32``, ``[np.float64(1)] -> float64``."""
-    if not isinstance(obj, (list, tuple)):
-        return dtype_and_weak(obj)[0]
-    pairs = [dtype_and_weak(x) for x in _leaves(obj)]
-    return dtypes.result_type(*pairs)[0] if pairs else dtypes.DEFAULT_FLOAT
-
-
-def _to_device(x: Array, device) -> Array:
-    if device is None or isinstance(x, Tracer) or x._device is device:
-        return x
-    return wrap(device.put(x._device.to_host(x._value)), device)
-
-
-def _stack_nested(obj, dtype):
-    """A nested list holding Arrays (or tracers) -> one array, built by stacking (so it works under transforms)."""
-    if not isinstance(obj, (list, tuple)):
-        x = obj if isinstance(obj, Array) else asarray(obj, dtype)
-        return x if x.dtype == dtype else lax.convert_element_type(x, dtype)
-    if not obj:
-        raise ValueError("asarray: a nested sequence holding arrays cannot contain empty sequences")
-    parts = [_stack_nested(o, dtype) for o in obj]
-    shape = parts[0].shape
-    for p in parts[1:]:
-        if p.shape != shape:
-            raise ValueError(f"asarray: the nested sequence is ragged: it mixes elements of shape {shape} and "
-                             f"{p.shape}")
-    return lax_shape.concatenate([lax_shape.reshape(p, (1, *shape)) for p in parts], 0)
-
-
-def asarray(obj, /, dtype=None, *, device=None, copy: bool | None = None) -> Array:
-    """Convert ``obj`` (Array, numpy array, nested sequence, Python scalar, ``__dlpack__`` object) to an Array.
-
-    numpy inputs keep their dtype (float64 stays float64); Python floats become float32 and ints int64, and they
-    are weak inside sequences (``[np.float64(1), 2.0]`` is float64). Data from mutable host objects is always
-    copied, so later changes to them never reach the Array; therefore ``copy=False`` is only allowed for
-    flfun Arrays (and raises ``ValueError`` otherwise, or when a dtype conversion is needed). ``copy=True`` on an
-    Array gives a fresh buffer; unlike numpy this is never observable, because Arrays are immutable.
-
-    Example::
-
-        >>> fnp.asarray([1.0, 2.0]).dtype
-        dtype('float32')
-        >>> fnp.asarray(np.arange(3.0)).dtype
-        dtype('float64')
-    """
-    dt = None if dtype is None else dtypes.canonicalize(dtype)
-    if isinstance(obj, Array):
-        if dt is not None and obj.dtype != dt:
-            if copy is False:
-                raise ValueError(f"asarray: copy=False, but converting {short(obj)} to {dt} needs a copy")
-            obj = lax.convert_element_type(obj, dt)
-        elif copy and not isinstance(obj, Tracer):
-            obj = wrap(obj._device.xp.array(obj._value, copy=True), obj._device)
-        return _to_device(obj, device)
-    if copy is False:
-        raise ValueError(f"asarray: copy=False is only possible for flfun Arrays; a {type(obj).__name__} is "
-                         f"mutable, so flfun must copy it (use copy=None)")
-    if isinstance(obj, (list, tuple)) and any(isinstance(e, Array) for e in _leaves(obj)):
-        return _to_device(_stack_nested(obj, dt or _infer_dtype(obj)), device)
-    if hasattr(obj, "__dlpack__") and not isinstance(obj, (np.ndarray, np.generic)):
-        return from_dlpack(obj, device=device) if dt is None else asarray(from_dlpack(obj), dt, device=device)
-    dev = device if device is not None else default_device()
-    try:
-        host = np.array(obj, dtype=dt or _infer_dtype(obj), copy=True)
-    except (TypeError, ValueError) as e:     # a str or object leaf is not read as a dtype name
-        raise type(e)(f"asarray: cannot convert {type(obj).__name__} to an array: {e}") from None
-    return wrap(dev.put(host), dev)
-
-
-def _arr(x) -> Array:
-    return x if isinstance(x, Array) else asarray(x)
-
-
-def array(obj, dtype=None, *, copy: bool = True, device=None) -> Array:
-    """numpy's ``array``: ``asarray`` that copies by default (never observable: Arrays are immutable).
-
-    Example::
-
-        >>> fnp.array([[1, 2], [3, 4]]).shape
-        (2, 2)
-    """
-    return asarray(obj, dtype, device=device, copy=copy)
-
-
-def copy(x, /) -> Array:
-    """numpy's ``copy``. Arrays are immutable, so an Array is returned as it is (other inputs are converted).
-
-    Example::
-
-        >>> y = fnp.copy(x)   # y is x: nothing can change either of them
-    """
-    return x if isinstance(x, Array) else asarray(x)
-
-
-def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
-    """An Array from any object with ``__dlpack__`` (numpy, torch, cupy, flfun arrays).
-
-    By default the data is copied, so the producer may be changed later without affecting the Array (flfun
-    arrays are immutable). With ``copy=False`` the Array shares the producer's memory (zero-copy): the caller
-    then promises not to mutate the producer while the Array is alive.
-
-    Example::
-
-        >>> fnp.from_dlpack(torch.arange(3)).tolist()
-        [0, 1, 2]
-    """
-    if isinstance(x, Array):
-        return asarray(x, device=device, copy=copy)
-    if not hasattr(x, "__dlpack__"):
-        raise ValueError(f"from_dlpack: x must implement __dlpack__, got {type(x).__name__}")
-    dev = device if device is not None else default_device()
-    buf = np.from_dlpack(x) if dev.platform == "cpu" else dev.xp.from_dlpack(x)
-    dtypes.canonicalize(buf.dtype)
-    if copy is not False:
-        buf = buf.copy()
-    return wrap(buf, dev)
-
-
-# --------------------------------------------------------------------------------------------------- filled
-def _ints(v, op: str, what: str = "shape must be an int or a sequence of ints") -> tuple[int, ...]:
-    try:
-        return (operator.index(v),) if not isinstance(v, (tuple, list)) else tuple(operator.index(d) for d in v)
-    except TypeError:
-        raise TypeError(f"{op}: {what}, got {v!r}") from None
-
-
+# ------------------------------------------------------------------------------------------------------- filled
 def _shape(shape, op: str) -> tuple[int, ...]:
-    out = _ints(shape, op)
+    out = ints(shape, op)
     if any(d < 0 for d in out):
         raise ValueError(f"{op}: negative dimensions are not allowed, got shape {out}")
     return out
@@ -179,7 +49,7 @@ def _full(shape, fill_value, dtype, device, op: str) -> Array:
         raise ValueError(f"{op}: fill_value must be a scalar, got shape {np.shape(fill_value)}")
     if dtype is None:
         dtype = dtype_and_weak(fill_value)[0] if op == "full" else dtypes.DEFAULT_FLOAT
-    return _to_device(lax_shape.full(shape, fill_value, dtype), device)
+    return to_device(lax_shape.full(shape, fill_value, dtype), device)
 
 
 def zeros(shape, dtype=None, *, device=None) -> Array:
@@ -242,7 +112,7 @@ def empty_like(x, /, dtype=None, *, device=None) -> Array:
     return full_like(x, 0, dtype, device=device)
 
 
-# ---------------------------------------------------------------------------------------------------- ranges
+# ------------------------------------------------------------------------------------------------------- ranges
 def _static(v, op: str, name: str):
     """A Python number from a number or a concrete 0-d array (traced values raise ConcretizationError)."""
     if isinstance(v, (Array, np.ndarray, np.generic)):
@@ -284,7 +154,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
         out = lax.add(out, lax_shape.full((), start, work))
     if dtypes.is_int(dtype) and dtypes.is_float(work):
         out = lax.floor(out)
-    return _to_device(out if out.dtype == dtype else lax.convert_element_type(out, dtype), device)
+    return to_device(out if out.dtype == dtype else lax.convert_element_type(out, dtype), device)
 
 
 def _float_operands(op, *xs, dtype=None):
@@ -326,11 +196,10 @@ def linspace(start, stop, /, num: int = 50, *, dtype=None, device=None, endpoint
         last = lax.eq(lax_shape.iota(dtypes.DEFAULT_INT, out_shape, 0), lax_shape.full((), num - 1, "int64"))
         out = lax.select(last, broadcast_to_shape(b, out_shape), out)
     if axis != 0:
-        from flfun.numpy._manipulation import moveaxis
         out = moveaxis(out, 0, axis)
     if dt is not None and dtypes.is_int(dt):
         out = lax.convert_element_type(lax.floor(out), dt)
-    out = _to_device(out, device)
+    out = to_device(out, device)
     return (out, step) if retstep else out
 
 
@@ -343,7 +212,6 @@ def logspace(start, stop, /, num: int = 50, *, endpoint: bool = True, base: floa
         >>> fnp.logspace(0.0, 2.0, 3).tolist()
         [1.0, 10.0, 100.0]
     """
-    from flfun.numpy._elementwise import power
     dt = None if dtype is None else dtypes.canonicalize(dtype)
     work = dt if dt is not None and dtypes.is_float(dt) else None
     y = linspace(start, stop, num, endpoint=endpoint, axis=axis, dtype=work, device=device)
@@ -353,7 +221,7 @@ def logspace(start, stop, /, num: int = 50, *, endpoint: bool = True, base: floa
     return out
 
 
-# ---------------------------------------------------------------------------------------------------- matrices
+# ----------------------------------------------------------------------------------------------------- matrices
 def _diag_mask(n: int, m: int, k: int, cmp):
     """``cmp(i + k, j)`` over an ``n x m`` grid: ``eq`` marks the ``k``-th diagonal, ``ge`` / ``le`` a triangle."""
     rows = lax_shape.iota(dtypes.DEFAULT_INT, (n, m), 0)
@@ -363,7 +231,7 @@ def _diag_mask(n: int, m: int, k: int, cmp):
 
 def _mask_array(mask, dtype, device) -> Array:
     dt = dtypes.DEFAULT_FLOAT if dtype is None else dtypes.canonicalize(dtype)
-    return _to_device(lax.convert_element_type(mask, dt), device)
+    return to_device(lax.convert_element_type(mask, dt), device)
 
 
 def eye(n_rows: int, n_cols: int | None = None, /, k: int = 0, dtype=None, *, device=None) -> Array:
@@ -395,15 +263,8 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) ->
     return _mask_array(_diag_mask(n, m, operator.index(k), lax.ge), dtype, device)
 
 
-def _matrix_stack(x, op: str):
-    """``x`` (an array) if it is a stack of matrices, i.e. has at least 2 dimensions; else ValueError."""
-    if x.ndim < 2:
-        raise ValueError(f"{op}: x must have at least 2 dimensions, got {short(x)}")
-    return x
-
-
 def _masked(x, k, cmp, op: str):
-    x = _matrix_stack(_arr(x), op)
+    x = matrix_stack(as_array(x), op)
     mask = _diag_mask(x.shape[-2], x.shape[-1], operator.index(k), cmp)
     return lax.select(mask, x, lax_shape.full((), 0, x.dtype))
 
@@ -438,7 +299,7 @@ def diag(v, /, k: int = 0) -> Array:
         >>> fnp.diag(fnp.asarray([1, 2])).tolist()
         [[1, 0], [0, 2]]
     """
-    v = _arr(v)
+    v = as_array(v)
     k = operator.index(k)
     if v.ndim == 1:
         n = v.shape[0] + abs(k)
@@ -447,13 +308,12 @@ def diag(v, /, k: int = 0) -> Array:
         return lax.select(_diag_mask(n, n, k, lax.eq), spread, lax_shape.full((), 0, v.dtype))
     if v.ndim != 2:
         raise ValueError(f"diag: v must be 1-D or 2-D, got {short(v)}")
-    from flfun.numpy._linalg import diagonal
     return diagonal(v, k)
 
 
 def diagflat(v, /, k: int = 0) -> Array:
     """A 2-D array with the flattened ``v`` on its ``k``-th diagonal: ``fnp.diagflat(fnp.ones((2, 2)))``."""
-    v = _arr(v)
+    v = as_array(v)
     return diag(lax_shape.reshape(v, (v.size,)), k)
 
 
@@ -468,7 +328,7 @@ def meshgrid(*arrays, indexing: str = "xy", sparse: bool = False) -> list[Array]
     """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
-    xs = [_arr(a) for a in arrays]
+    xs = [as_array(a) for a in arrays]
     xs = [lax_shape.reshape(x, (int(np.prod(x.shape)),)) for x in xs]
     shape = [x.shape[0] for x in xs]
     dims = list(range(len(xs)))

@@ -112,13 +112,14 @@ nextafter = _promoted(lax.nextafter, "nextafter", "The next representable float 
                       "``x2``: ``fnp.nextafter(1.0, 2.0) > 1.0``.", to_float=True)
 
 
-def _to_bool(x):
+def to_bool(x):
+    """``x`` as a bool array (``x != 0`` unless it is bool already)."""
     x = asarray_like(x)
     return x if x.dtype == dtypes.bool_ else lax.ne(x, _const(x, 0))
 
 
 def _logical(f, n):
-    return _named(lambda x1, x2, /: f(_to_bool(x1), _to_bool(x2)), n,
+    return _named(lambda x1, x2, /: f(to_bool(x1), to_bool(x2)), n,
                   f"Elementwise ``{n}`` (inputs are cast to bool): ``fnp.{n}(x1, x2)``.")
 
 
@@ -128,7 +129,7 @@ logical_and, logical_or, logical_xor = (_logical(f, n) for f, n in (
 
 def logical_not(x, /):
     """Elementwise ``not x`` as bool."""
-    return lax.not_(_to_bool(x))
+    return lax.not_(to_bool(x))
 
 
 def invert(x, /):
@@ -342,12 +343,12 @@ def where(condition, x1=None, x2=None, /):
     The one-argument form (``nonzero``) has a data-dependent shape and is only available eagerly.
     """
     if x1 is None and x2 is None:
-        from flfun.numpy import nonzero
+        from flfun.numpy._take import nonzero
         return nonzero(condition)
     if x1 is None or x2 is None:
         raise ValueError("where: pass both x1 and x2, or neither")
     a, b = promote("where", x1, x2)
-    return lax.select_n(_to_bool(condition), b, a)
+    return lax.select_n(to_bool(condition), b, a)
 
 
 def conj(x, /):

@@ -65,7 +65,7 @@ class Info:
             >>> sorted(fnp.__array_namespace_info__().dtypes(kind="real floating"))
             ['float16', 'float32', 'float64']
         """
-        from flfun.numpy._manipulation import isdtype
+        from flfun.numpy._dtype_functions import isdtype
         if kind is None:
             return dict(_ALL)
         if isinstance(kind, str) and kind not in _KIND_NAMES:

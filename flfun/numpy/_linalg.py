@@ -189,7 +189,7 @@ def kron(a, b, /) -> Array:
 
 
 # ------------------------------------------------------------------------------------------- diagonal, trace
-def _diagonal_last(x, offset: int = 0):
+def diagonal_last(x, offset: int = 0):
     """The (offset) diagonal of the last two axes of ``x`` as its last axis: crop to a square block, flatten it
     and take every ``L + 1``-th element (exact and NaN-safe, unlike multiplying by an identity mask)."""
     n1, n2 = x.shape[-2], x.shape[-1]
@@ -215,7 +215,7 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
     if ax1 == ax2:
         raise ValueError(f"diagonal: axis1 and axis2 must differ, got {axis1} and {axis2}")
     rest = tuple(i for i in range(a.ndim) if i not in (ax1, ax2))
-    return _diagonal_last(lax_shape.transpose(a, rest + (ax1, ax2)), int(offset))
+    return diagonal_last(lax_shape.transpose(a, rest + (ax1, ax2)), int(offset))
 
 
 def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None) -> Array:

@@ -13,7 +13,7 @@ def asarray_like(x):
     if isinstance(x, Array):
         return x
     if isinstance(x, (list, tuple)):
-        from flfun.numpy._creation import asarray
+        from flfun.numpy._asarray import asarray
         return asarray(x)
     return to_array(x)
 

@@ -9,7 +9,7 @@ import builtins
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import _state, short, wrap
-from flfun.numpy._elementwise import _to_bool, isnan
+from flfun.numpy._elementwise import isnan, to_bool
 from flfun.numpy._promote import asarray_like, promote, to_float
 from flfun.primitives import elementwise as lax, reduce as lax_reduce, shape as lax_shape
 from flfun.util import canonical_axes, canonical_axis, prod as _size
@@ -30,7 +30,8 @@ def _check_0d_axis(op: str, axis) -> None:
         raise ValueError(f"{op}: axis {axis!r} is out of bounds for an array of rank 0")
 
 
-def _keep(x, out, axes, keepdims):
+def keep_reduced_dims(x, out, axes, keepdims):
+    """``out``, a reduction of ``x`` over ``axes``, with those axes kept as length 1 when ``keepdims``."""
     if not keepdims:
         return out
     return lax_shape.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
@@ -52,7 +53,7 @@ def _accumulated(x, dtype):
 
 def _reduce(op: str, fn, x, axis, keepdims):
     axes = _axes(op, axis, len(x.shape))
-    return _keep(x, fn(x, axes), axes, keepdims)
+    return keep_reduced_dims(x, fn(x, axes), axes, keepdims)
 
 
 def _cast(x, dtype):
@@ -105,7 +106,7 @@ def _extremum(op, reduce_fn, combine, x, axis, keepdims, initial):
     out = reduce_fn(x, axes)
     if initial is not None:
         out = combine(out, _scalar(initial, out.dtype))
-    return _keep(x, out, axes, keepdims)
+    return keep_reduced_dims(x, out, axes, keepdims)
 
 
 def max(x, /, *, axis=None, keepdims: bool = False, initial=None) -> Array:
@@ -164,7 +165,7 @@ def mean(x, /, *, axis=None, keepdims: bool = False, dtype=None) -> Array:
     x = to_float(x if dtype is None else _cast(x, dtypes.canonicalize(dtype)))
     axes = _axes("mean", axis, len(x.shape))
     total = lax_reduce.reduce_sum(x, axes)
-    return _keep(x, lax.div(total, _scalar(float(_count(x, axes)), x.dtype)), axes, keepdims)
+    return keep_reduced_dims(x, lax.div(total, _scalar(float(_count(x, axes)), x.dtype)), axes, keepdims)
 
 
 def _correction(op, correction, ddof):
@@ -189,7 +190,7 @@ def var(x, /, *, axis=None, correction: float = 0.0, keepdims: bool = False, ddo
     centred = lax.sub(x, mean(x, axis=axes, keepdims=True))
     squares = lax_reduce.reduce_sum(lax.mul(centred, centred), axes)
     dof = builtins.max(_count(x, axes) - correction, 0)
-    return _keep(x, lax.div(squares, _scalar(float(dof), x.dtype)), axes, keepdims)
+    return keep_reduced_dims(x, lax.div(squares, _scalar(float(dof), x.dtype)), axes, keepdims)
 
 
 def std(x, /, *, axis=None, correction: float = 0.0, keepdims: bool = False, ddof=None) -> Array:
@@ -218,7 +219,7 @@ def _arg(op, fn, x, axis, keepdims):
     ax = canonical_axis(axis, nd, op)
     if x.shape[ax] == 0:
         raise ValueError(f"{op}: attempt to get {op} of an empty sequence (axis {ax} of {short(x)})")
-    return _keep(x, fn(x, ax, dtypes.DEFAULT_INT), (ax,), keepdims)
+    return keep_reduced_dims(x, fn(x, ax, dtypes.DEFAULT_INT), (ax,), keepdims)
 
 
 def argmax(x, /, *, axis=None, keepdims: bool = False) -> Array:
@@ -254,7 +255,7 @@ def any(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.any(fnp.asarray([0, 2])).tolist()
         True
     """
-    return _reduce("any", lax_reduce.reduce_or, _to_bool(x), axis, keepdims)
+    return _reduce("any", lax_reduce.reduce_or, to_bool(x), axis, keepdims)
 
 
 def all(x, /, *, axis=None, keepdims: bool = False) -> Array:
@@ -265,7 +266,7 @@ def all(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.all(fnp.asarray([1., 0.])).tolist()
         False
     """
-    return _reduce("all", lax_reduce.reduce_and, _to_bool(x), axis, keepdims)
+    return _reduce("all", lax_reduce.reduce_and, to_bool(x), axis, keepdims)
 
 
 def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> Array:
@@ -276,7 +277,7 @@ def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.count_nonzero(fnp.asarray([[0, 1], [2, 3]]), axis=1).tolist()
         [1, 2]
     """
-    return sum(_to_bool(x), axis=axis, keepdims=keepdims)
+    return sum(to_bool(x), axis=axis, keepdims=keepdims)
 
 
 # ------------------------------------------------------------------------------------------------------ scans
@@ -367,8 +368,8 @@ def average(a, /, axis=None, weights=None, returned: bool = False, *, keepdims: 
         w = lax_shape.broadcast_in_dim(w, a.shape, (ax,))
     axes = _axes("average", axis, len(a.shape))
     total = lax_reduce.reduce_sum(w, axes)
-    avg = _keep(a, lax.div(lax_reduce.reduce_sum(lax.mul(a, w), axes), total), axes, keepdims)
-    return (avg, _keep(a, total, axes, keepdims)) if returned else avg
+    avg = keep_reduced_dims(a, lax.div(lax_reduce.reduce_sum(lax.mul(a, w), axes), total), axes, keepdims)
+    return (avg, keep_reduced_dims(a, total, axes, keepdims)) if returned else avg
 
 
 # ------------------------------------------------------------------------------------------ nan-ignoring forms

@@ -8,15 +8,18 @@ import numpy as np
 
 from flfun import dtypes
 from flfun.array import Array
-from flfun.numpy._creation import asarray
-from flfun.numpy._manipulation import _arr
+from flfun.numpy._asarray import as_array, asarray, concrete
+from flfun.numpy._elementwise import logical_and, logical_or
+from flfun.numpy._promote import promote
+from flfun.numpy._reductions import sum as _sum
+from flfun.numpy._take import take
 from flfun.primitives import shape as lax
 from flfun.primitives.elementwise import eq, le, lt, ne, sub
 from flfun.util import canonical_axis
 
 
 def _prepare(op: str, x, axis):
-    x = _arr(x)
+    x = as_array(x)
     if x.ndim == 0:
         raise ValueError(f"{op}: x must have at least one dimension, got a 0-d array")
     return x, canonical_axis(axis, x.ndim, op)
@@ -65,7 +68,7 @@ def lexsort(keys: Sequence, axis: int = -1) -> Array:
         >>> fnp.lexsort([fnp.asarray([1, 0, 2]), fnp.asarray([0, 0, 1])]).tolist()   # by 2nd key, then 1st
         [1, 0, 2]
     """
-    keys = [_arr(k) for k in keys]
+    keys = [as_array(k) for k in keys]
     if not keys:
         raise ValueError("lexsort: keys must contain at least one array")
     if any(k.shape != keys[0].shape for k in keys):
@@ -121,12 +124,9 @@ def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
         >>> fnp.searchsorted(fnp.asarray([1, 2, 2, 3]), fnp.asarray([2, 5]), side="right").tolist()
         [3, 4]
     """
-    from flfun.numpy import logical_and, logical_or, take
-    from flfun.numpy._promote import promote
-    from flfun.numpy._reductions import sum as _sum
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    a, v = promote("searchsorted", _arr(x1), x2)
+    a, v = promote("searchsorted", as_array(x1), x2)
     if a.ndim != 1:
         raise ValueError(f"searchsorted: x1 must be 1-d, got {a.ndim}-d")
     a = a if sorter is None else take(a, sorter)
@@ -153,8 +153,7 @@ def unique_all(x, /) -> UniqueAllResult:
         >>> [a.tolist() for a in fnp.unique_all(fnp.asarray([3, 1, 3]))]
         [[1, 3], [1, 0], [1, 0, 1], [1, 2]]
     """
-    from flfun.numpy._indexing import _concrete
-    a = _concrete(x, "unique")
+    a = concrete(x, "unique")
     values, index, inverse, counts = np.unique(a, return_index=True, return_inverse=True, return_counts=True,
                                                equal_nan=False)
     dev = x.device if isinstance(x, Array) else None

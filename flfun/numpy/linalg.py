@@ -14,12 +14,15 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import short
-from flfun.numpy._creation import _matrix_stack, eye
+from flfun.numpy._asarray import matrix_stack as _matrix_stack
+from flfun.numpy._creation import eye
 from flfun.numpy._elementwise import where
-from flfun.numpy._linalg import _diagonal_last, matmul, outer as _outer, tensordot, trace as _trace, vecdot
-from flfun.numpy._manipulation import _split_at, matrix_transpose, moveaxis
+from flfun.numpy._joining import split_at as _split_at
+from flfun.numpy._linalg import (diagonal_last as _diagonal_last, matmul, outer as _outer, tensordot, trace as _trace,
+                                 vecdot)
 from flfun.numpy._promote import asarray_like, promote, to_float
-from flfun.numpy._reductions import _keep
+from flfun.numpy._reductions import keep_reduced_dims as _keep
+from flfun.numpy._shaping import matrix_transpose, moveaxis
 from flfun.primitives import decomp as lax_decomp, elementwise as lax, reduce as lax_reduce, shape as lax_shape
 from flfun.primitives.common import broadcast_to_shape
 from flfun.util import canonical_axes, canonical_axis

@@ -1,0 +1,106 @@
+"""Data type functions and array inspection for ``flfun.numpy``: astype, result_type, can_cast, isdtype, finfo,
+iinfo, size, ndim, shape.
+"""
+import builtins
+
+import numpy as np
+
+from flfun import dtypes
+from flfun.array import Array
+from flfun.core import is_weak
+from flfun.numpy._asarray import as_array, asarray
+from flfun.numpy._promote import dtype_and_weak
+from flfun.primitives import elementwise as lax
+from flfun.util import canonical_axis, prod
+
+__all__ = ["astype", "result_type", "can_cast", "isdtype", "finfo", "iinfo", "size", "ndim", "shape"]
+
+
+# ------------------------------------------------------------------------------------------------------- dtypes
+def astype(x, dtype, /, *, copy: bool = True, device=None) -> Array:
+    """``x`` converted to ``dtype``. ``copy`` is accepted; an Array of the right dtype is returned as it is.
+
+    Example::
+
+        >>> fnp.astype(fnp.asarray([1.7, -1.7]), "int32").tolist()
+        [1, -1]
+    """
+    x = as_array(x)
+    dt = dtypes.canonicalize(dtype)
+    out = x if x.dtype == dt and not is_weak(x) else lax.convert_element_type(x, dt)
+    return out if device is None else asarray(out, device=device)
+
+
+def result_type(*arrays_and_dtypes) -> np.dtype:
+    """The dtype that combining the arguments gives (Python scalars are weak: they defer to arrays).
+
+    Example::
+
+        >>> fnp.result_type(fnp.int8, fnp.uint8), fnp.result_type(fnp.ones(2, "int32"), 1.0)
+        (dtype('int16'), dtype('float32'))
+    """
+    if not arrays_and_dtypes:
+        raise ValueError("result_type: at least one array or dtype is required")
+    return dtypes.result_type(*[dtype_and_weak(a) for a in arrays_and_dtypes])[0]
+
+
+def can_cast(from_, to, /) -> bool:
+    """Whether ``from_`` (a dtype or array) casts to ``to`` without losing information (numpy's 'safe').
+
+    Example::
+
+        >>> fnp.can_cast(fnp.int8, fnp.float32), fnp.can_cast(fnp.float64, fnp.float32)
+        (True, False)
+    """
+    src = dtype_and_weak(from_)[0]
+    return bool(np.can_cast(src, dtypes.canonicalize(to), casting="safe"))
+
+
+_KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu", "real floating": "f",
+          "complex floating": "c", "numeric": "iuf"}
+
+
+def isdtype(dtype, kind) -> bool:
+    """Whether ``dtype`` is of ``kind``: a dtype, an array-API kind name ('bool', 'signed integer',
+    'unsigned integer', 'integral', 'real floating', 'complex floating', 'numeric') or a tuple of those.
+
+    Example::
+
+        >>> fnp.isdtype(fnp.float32, ("integral", "real floating"))
+        True
+    """
+    dt = np.dtype(dtype)
+    if isinstance(kind, tuple):
+        return builtins.any(isdtype(dt, k) for k in kind)
+    if isinstance(kind, str):
+        if kind not in _KINDS:
+            raise ValueError(f"isdtype: unknown kind {kind!r}; expected one of {', '.join(_KINDS)} or a dtype")
+        return dt.kind in _KINDS[kind]
+    return dt == dtypes.canonicalize(kind)
+
+
+def finfo(type, /):
+    """numpy's ``finfo`` for a float dtype or array: ``fnp.finfo(fnp.float32).eps``."""
+    return dtypes.finfo(type.dtype if hasattr(type, "dtype") else type)
+
+
+def iinfo(type, /):
+    """numpy's ``iinfo`` for an integer dtype or array: ``fnp.iinfo(fnp.int8).max == 127``."""
+    return dtypes.iinfo(type.dtype if hasattr(type, "dtype") else type)
+
+
+# --------------------------------------------------------------------------------------------------- inspection
+def size(x, axis: int | None = None) -> int:
+    """Number of elements (along ``axis`` if given): ``fnp.size(fnp.ones((2, 3))) == 6``."""
+    s = np.shape(x) if not hasattr(x, "shape") else tuple(x.shape)
+    return prod(s) if axis is None else s[canonical_axis(axis, len(s), "size")]
+
+
+def ndim(x) -> int:
+    """Number of dimensions: ``fnp.ndim(fnp.ones((2, 3))) == 2``."""
+    return len(x.shape) if hasattr(x, "shape") else np.ndim(x)
+
+
+def shape(x) -> tuple[int, ...]:
+    """The shape of an array or nested sequence: ``fnp.shape([[1, 2]]) == (1, 2)``."""
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
