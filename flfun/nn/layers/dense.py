@@ -23,11 +23,13 @@ def split_key(key, num: int = 2) -> list:
 
 
 def bias_init(key, fan_in: int, shape, dtype):
+    """torch's default bias: uniform in ``±1/sqrt(fan_in)``."""
     bound = 1.0 / math.sqrt(max(fan_in, 1))
     return random.uniform(key, shape, dtype, -bound, bound)
 
 
 def check_last_dim(x, want: int, layer: str) -> None:
+    """ValueError naming ``layer`` unless ``x``'s last dim is ``want``."""
     if x.ndim < 1 or x.shape[-1] != want:
         raise ValueError(f"{layer}: expected input with last dim {want}, got shape {tuple(x.shape)}")
 
