@@ -11,6 +11,7 @@ from flfun.numpy._asarray import *  # noqa: F401,F403
 from flfun.numpy._creation import *  # noqa: F401,F403
 from flfun.numpy._elementwise import *  # noqa: F401,F403
 from flfun.numpy._reductions import *  # noqa: F401,F403
+from flfun.numpy._cumulative import *  # noqa: F401,F403
 from flfun.numpy._shaping import *  # noqa: F401,F403
 from flfun.numpy._joining import *  # noqa: F401,F403
 from flfun.numpy._dtype_functions import *  # noqa: F401,F403

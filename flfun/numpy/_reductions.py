@@ -1,5 +1,5 @@
-"""Reductions and scans of ``flfun.numpy``: sum, prod, max, min, mean, var, std, argmax, any, all, cumulative
-sums and products, count_nonzero, ptp, average and the nan-ignoring variants.
+"""Reductions of ``flfun.numpy``: sum, prod, max, min, mean, var, std, argmax, any, all, count_nonzero, ptp,
+average and the nan-ignoring variants (running sums and products are in ``_cumulative.py``).
 
 dtypes follow the array API: sums and products of bool and small integers accumulate in the default integer
 (int64; unsigned in uint64), floats keep their dtype, and means of integers are float32.
@@ -41,7 +41,7 @@ def _scalar(value, dtype):
     return lax_shape.full((), value, dtype)
 
 
-def _accumulated(x, dtype):
+def accumulated(x, dtype):
     """``x`` as an array of the array API's result dtype for sums and products."""
     x = asarray_like(x)
     if dtype is not None:
@@ -81,7 +81,7 @@ def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
         if _state.tape is not None:           # an eager grad is recording
             _state.tape.record(lax_reduce.reduce_sum_p, params, (x,), (out,))
         return out
-    return _reduce("sum", lax_reduce.reduce_sum, _accumulated(x, dtype), axis, keepdims)
+    return _reduce("sum", lax_reduce.reduce_sum, accumulated(x, dtype), axis, keepdims)
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
@@ -92,7 +92,7 @@ def prod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
         >>> fnp.prod(fnp.asarray([1., 2., 3.])).tolist()
         6.0
     """
-    return _reduce("prod", lax_reduce.reduce_prod, _accumulated(x, dtype), axis, keepdims)
+    return _reduce("prod", lax_reduce.reduce_prod, accumulated(x, dtype), axis, keepdims)
 
 
 # --------------------------------------------------------------------------------------------- max, min, ptp
@@ -280,68 +280,6 @@ def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> Array:
     return sum(to_bool(x), axis=axis, keepdims=keepdims)
 
 
-# ------------------------------------------------------------------------------------------------------ scans
-def _scan(op, fn, x, axis, dtype, include_initial=False, initial_value=0):
-    x = asarray_like(x)
-    if axis is None:       # numpy's cumsum flattens; the array API's cumulative_sum needs a vector
-        if op.startswith("cumulative") and len(x.shape) > 1:
-            raise ValueError(f"{op}: axis is required for arrays of rank > 1, got {short(x)}")
-        x, axis = lax_shape.reshape(x, (_size(x.shape),)), 0
-    x = _accumulated(x, dtype)
-    if len(x.shape) == 0:
-        x = lax_shape.reshape(x, (1,))
-    ax = canonical_axis(axis, len(x.shape), op)
-    out = fn(x, ax)
-    if include_initial:
-        cfg = tuple((1, 0, 0) if i == ax else (0, 0, 0) for i in range(len(x.shape)))
-        out = lax_shape.pad(out, _scalar(initial_value, out.dtype), cfg)
-    return out
-
-
-def cumsum(x, /, *, axis=None, dtype=None) -> Array:
-    """Running sum along ``axis``; ``axis=None`` flattens first (numpy); dtypes as in :func:`sum`.
-
-    Example::
-
-        >>> fnp.cumsum(fnp.asarray([[1, 2], [3, 4]])).tolist()
-        [1, 3, 6, 10]
-    """
-    return _scan("cumsum", lax_reduce.cumsum, x, axis, dtype)
-
-
-def cumprod(x, /, *, axis=None, dtype=None) -> Array:
-    """Running product along ``axis``; ``axis=None`` flattens first (numpy); dtypes as in :func:`prod`.
-
-    Example::
-
-        >>> fnp.cumprod(fnp.asarray([1., 2., 3.])).tolist()
-        [1.0, 2.0, 6.0]
-    """
-    return _scan("cumprod", lax_reduce.cumprod, x, axis, dtype)
-
-
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False) -> Array:
-    """Running sum along ``axis`` (array API 2024.12); ``include_initial`` prepends the zero.
-
-    Example::
-
-        >>> fnp.cumulative_sum(fnp.asarray([1., 2.]), include_initial=True).tolist()
-        [0.0, 1.0, 3.0]
-    """
-    return _scan("cumulative_sum", lax_reduce.cumsum, x, axis, dtype, include_initial, 0)
-
-
-def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = False) -> Array:
-    """Running product along ``axis`` (array API 2024.12); ``include_initial`` prepends the one.
-
-    Example::
-
-        >>> fnp.cumulative_prod(fnp.asarray([2., 3.]), include_initial=True).tolist()
-        [1.0, 2.0, 6.0]
-    """
-    return _scan("cumulative_prod", lax_reduce.cumprod, x, axis, dtype, include_initial, 1)
-
-
 # ---------------------------------------------------------------------------------------------------- average
 def average(a, /, axis=None, weights=None, returned: bool = False, *, keepdims: bool = False):
     """Weighted mean over ``axis``; ``weights`` has ``a``'s shape or is 1-D along an int ``axis``. With
@@ -441,5 +379,4 @@ def nanmin(x, /, *, axis=None, keepdims: bool = False) -> Array:
 
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "ptp", "mean", "var", "std", "argmax", "argmin", "any",
-           "all", "count_nonzero", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "average", "nansum",
-           "nanprod", "nanmean", "nanmax", "nanmin"]
+           "all", "count_nonzero", "average", "nansum", "nanprod", "nanmean", "nanmax", "nanmin"]
