@@ -10,16 +10,33 @@ import numpy as np
 
 from flfun import dtypes
 from flfun.array import Array
-from flfun.core import ConcretizationError, Tracer, default_device, short, wrap
-from flfun.numpy._promote import dtype_and_weak
+from flfun.core import ConcretizationError, Tracer, default_device, is_weak, short, wrap
 from flfun.primitives import elementwise as lax
 from flfun.primitives import shape as lax_shape
 from flfun.util import canonical_axis
 
 __all__ = ["asarray", "array", "copy", "from_dlpack"]
 
+PYTHON_SCALARS = (int, float, bool)
+
 
 # ------------------------------------------------------------------------------------------------------ asarray
+def dtype_and_weak(x):
+    """``(dtype, weak)`` of an operand: Python scalars are weak, Arrays say whether they are, numpy arrays and
+    nested sequences are not; a dtype (for ``result_type`` / ``can_cast``) gives itself."""
+    if type(x) in PYTHON_SCALARS:
+        return dtypes.scalar_dtype(x), True
+    if isinstance(x, Array):
+        return x.dtype, is_weak(x)
+    if hasattr(x, "dtype") and not isinstance(x, type):
+        return dtypes.canonicalize(x.dtype), False
+    if isinstance(x, (list, tuple)):
+        return asarray(x).dtype, False
+    if isinstance(x, complex):
+        raise TypeError(f"flfun has no complex dtypes, got the complex number {x!r}")
+    return dtypes.canonicalize(x), False     # a dtype (result_type, can_cast)
+
+
 def _infer_dtype(obj) -> np.dtype:
     """The dtype of ``obj`` with Python scalars weak: ``[1, 2.5] -> float32``, ``[np.float64(1)] -> float64``."""
     if not isinstance(obj, (list, tuple)):

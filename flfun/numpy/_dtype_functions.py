@@ -8,8 +8,7 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import is_weak
-from flfun.numpy._asarray import as_array, asarray
-from flfun.numpy._promote import dtype_and_weak
+from flfun.numpy._asarray import as_array, asarray, dtype_and_weak
 from flfun.primitives import elementwise as lax
 from flfun.util import canonical_axis, prod
 

@@ -1,10 +1,9 @@
 """Type promotion for ``flfun.numpy``: Python scalars are weak, arrays promote by the array-API table."""
 from flfun import dtypes
 from flfun.array import Array
-from flfun.core import Tracer, is_weak, to_array
+from flfun.core import is_weak, to_array
+from flfun.numpy._asarray import PYTHON_SCALARS, asarray, dtype_and_weak
 from flfun.primitives.elementwise import convert_element_type
-
-_SCALARS = (int, float, bool)
 
 
 def asarray_like(x):
@@ -13,23 +12,8 @@ def asarray_like(x):
     if isinstance(x, Array):
         return x
     if isinstance(x, (list, tuple)):
-        from flfun.numpy._asarray import asarray
         return asarray(x)
     return to_array(x)
-
-
-def dtype_and_weak(x):
-    if type(x) in _SCALARS:
-        return dtypes.scalar_dtype(x), True
-    if isinstance(x, Array):
-        return x.dtype, is_weak(x)
-    if hasattr(x, "dtype") and not isinstance(x, type):
-        return dtypes.canonicalize(x.dtype), False
-    if isinstance(x, (list, tuple)):
-        return asarray_like(x).dtype, False
-    if isinstance(x, complex):
-        raise TypeError(f"flfun has no complex dtypes, got the complex number {x!r}")
-    return dtypes.canonicalize(x), False     # a dtype (result_type, can_cast)
 
 
 def promote(op: str, *args, to_float: bool = False):
@@ -55,7 +39,7 @@ def promote(op: str, *args, to_float: bool = False):
         dt = dtypes.DEFAULT_FLOAT
     out = []
     for a in args:
-        if type(a) in _SCALARS:
+        if type(a) in PYTHON_SCALARS:
             out.append(to_array(a, dt))
             continue
         a = asarray_like(a)
