@@ -16,6 +16,7 @@ from flfun.numpy._shaping import *  # noqa: F401,F403
 from flfun.numpy._joining import *  # noqa: F401,F403
 from flfun.numpy._dtype_functions import *  # noqa: F401,F403
 from flfun.numpy._linalg import *  # noqa: F401,F403
+from flfun.numpy._einsum import *  # noqa: F401,F403
 from flfun.numpy._indexing import *  # noqa: F401,F403
 from flfun.numpy._updates import *  # noqa: F401,F403
 from flfun.numpy._take import *  # noqa: F401,F403
