@@ -88,6 +88,12 @@ def plan_program(program: Program, can_write_out: Callable[[Eqn], bool] = lambda
         else:
             fresh(v, "output" if v.id in outputs else "arena", i, label=f"{v.aval.str_short()} {e.prim.name}")
 
+    return _place(program, roots, var_roots, last, hits, strategy, alignment)
+
+
+def _place(program: Program, roots: dict, var_roots: dict, last: dict, hits: int, strategy: str,
+           alignment: int) -> MemoryPlan:
+    """The checked plan: the arena roots as buffers, placed by ``strategy``, with the plan's byte figures."""
     buffers = [BufferSpec(r.id, -(-r.nbytes // alignment) * alignment, r.index, max(r.end, r.index), label=r.label,
                           values=len(r.exact)) for r in roots.values() if r.kind == "arena"]
     offsets = STRATEGIES[strategy](buffers, alignment)
@@ -97,7 +103,7 @@ def plan_program(program: Program, can_write_out: Callable[[Eqn], bool] = lambda
                       sum(v.aval.nbytes for e in program.eqns for v in e.outputs), sum(b.size for b in buffers),
                       _peak((b.start, b.end, b.size) for b in buffers),
                       _peak((i, max(last.get(v.id, i), i), v.aval.nbytes) for i, e in enumerate(program.eqns)
-                            for v in e.outputs), hits, n, roots, var_roots, program)
+                            for v in e.outputs), hits, len(program.eqns), roots, var_roots, program)
     plan.check()
     return plan
 

@@ -1,11 +1,12 @@
 """jit on the cupy backend: optimise, fuse elementwise chains, plan one device arena, generate straight-line code,
 and replay the planned step as a CUDA graph.
 
-``compile_program`` is what the compile pipeline (``flfun.compiler.pipeline``) calls for cupy devices. ``DeviceExecutable`` is written against the
-device's array module, so the same code runs (and is tested) on the numpy backend: every intermediate that an
-impl can write with ``out=`` lives in the arena (a fused kernel's several outputs too: ``plan`` shows the planner
-each of them as its own buffer), literals reach non-ufunc impls as device scalars, and outputs never alias the
-arena, the inputs, the constants or each other (unless donated). On a GPU a ``GraphRunner`` replays the step.
+``compile_program`` is what the compile pipeline (``flfun.compiler.pipeline``) calls for cupy devices.
+``DeviceExecutable`` is written against the device's array module, so the same code runs (and is tested) on the
+numpy backend: every intermediate that an impl can write with ``out=`` lives in the arena (a fused kernel's
+several outputs too: ``plan`` shows the planner each of them as its own buffer), literals reach non-ufunc impls
+as device scalars, and outputs never alias the arena, the inputs, the constants or each other (unless donated).
+On a GPU a ``GraphRunner`` replays the step.
 """
 from __future__ import annotations
 
