@@ -118,6 +118,7 @@ class Primitive:
         self.collective = False   # collectives name mapped axes in params["axes"]
         self.elementwise = False  # broadcasting elementwise (the eager tape and fusion passes use this)
         self.elementwise_tangent: Callable | None = None  # unary elementwise: tangent(t, x, out), diagonal J
+        self.lowerings: dict[str, Callable] = {}  # compiler target -> lowering rule (see register_lowering)
         _PRIMITIVES[name] = self
 
     def bind(self, *args, **params):
@@ -150,6 +151,27 @@ def register_impl(prim: Primitive, backend: str, fn: Callable | None) -> Callabl
     old = prim.impls.pop(backend, None)
     if fn is not None:
         prim.impls[backend] = fn
+    registry_version = next(_registry_version)
+    return old
+
+
+def register_lowering(prim: Primitive, target: str, rule: Callable | None) -> Callable | None:
+    """Install ``rule`` as ``prim``'s lowering for the compiler ``target``; returns the previous one (or ``None``).
+
+    What a rule receives and returns is the target's contract: for ``"cuda"`` (fused kernels) it is
+    ``rule(eqn, args) -> C expression or None``, ``args`` being the C expressions of the inputs. Fusion groups an
+    equation only if its primitive has a lowering for the target. jit caches are keyed on the registry version.
+
+    Example::
+
+        register_lowering(square_p, "cuda", lambda e, args: f"(({args[0]}) * ({args[0]}))")
+    """
+    global registry_version
+    if not isinstance(prim, Primitive):
+        raise TypeError(f"register_lowering: expected a Primitive, got {prim!r}")
+    old = prim.lowerings.pop(target, None)
+    if rule is not None:
+        prim.lowerings[target] = rule
     registry_version = next(_registry_version)
     return old
 

@@ -2,7 +2,7 @@
 
 ``invars`` are the inputs, ``constvars`` the captured constants (their values travel beside the program, or inside
 a ``ClosedProgram``), each ``Eqn`` applies one primitive, and ``outvars`` are the results (a ``Literal`` may
-stand for a scalar constant). ``typecheck`` re-runs every shape rule; passes live in ``flfun.passes``.
+stand for a scalar constant). ``typecheck`` re-runs every shape rule; passes live in ``flfun.compiler.passes``.
 """
 from __future__ import annotations
 

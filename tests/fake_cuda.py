@@ -101,7 +101,7 @@ class FakeCublas:
 
 
 def parse_params(params: str):
-    from flfun.fusion import C_TYPES
+    from flfun.backends.cuda.lowering import C_TYPES
     out = []
     for p in filter(None, (q.strip() for q in params.split(","))):
         dt, name = p.split()

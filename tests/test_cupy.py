@@ -24,10 +24,10 @@ from flfun.backends import get_backend
 from flfun.backends.cuda import cublas
 from flfun.backends.cuda.executor import DeviceExecutable, generate, plan
 from flfun.backends.cuda.graphs import MAX_KEYS, GraphRunner
+from flfun.compiler.executor import Executable
+from flfun.compiler.fusion import FusedPrimitive, fuse_elementwise
+from flfun.compiler.passes import optimize
 from flfun.config import config
-from flfun.executor import Executable
-from flfun.fusion import FusedPrimitive, fuse_elementwise
-from flfun.passes import optimize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

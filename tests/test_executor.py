@@ -6,9 +6,9 @@ import time
 import numpy as np
 
 from flfun import lax
+from flfun.compiler.executor import Executable, writes_out
+from flfun.compiler.liveness import plan_program
 from flfun.core import ShapedArray, default_device
-from flfun.executor import Executable, writes_out
-from flfun.memory.planner import plan_program
 from flfun.transforms.jit import close_program
 from flfun.transforms.staging import trace_to_program
 

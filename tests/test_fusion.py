@@ -1,6 +1,7 @@
-"""Elementwise fusion (flfun/fusion.py) on the CPU: the grouping pass on random programs (fused == unfused through
-the numpy reference evaluation of each group), its ordering invariants, and the generated kernel C code, compiled
-with the host C++ compiler and run on the same inputs (skipped when there is no compiler)."""
+"""Elementwise fusion (flfun/compiler/fusion.py, flfun/backends/cuda/lowering.py) on the CPU: the grouping pass on
+random programs (fused == unfused through the numpy reference evaluation of each group), its ordering invariants,
+and the generated kernel C code, compiled with the host C++ compiler and run on the same inputs (skipped when
+there is no compiler)."""
 from __future__ import annotations
 
 import ctypes
@@ -19,18 +20,11 @@ from random_programs import programs
 import flfun.numpy as fnp
 from flfun import lax
 from flfun.core import ShapedArray
-from flfun.executor import Executable
-from flfun.fusion import (
-    C_TYPES,
-    FusedPrimitive,
-    c_literal,
-    find_groups,
-    fuse_elementwise,
-    fusible,
-    kernel_source,
-)
+from flfun.backends.cuda.lowering import C_TYPES, c_literal, kernel_source
+from flfun.compiler.executor import Executable
+from flfun.compiler.fusion import FusedPrimitive, find_groups, fuse_elementwise, fusible
+from flfun.compiler.passes import optimize
 from flfun.ir import Literal, typecheck
-from flfun.passes import optimize
 from flfun.primitives import reduce as R
 from flfun.primitives import shape as S
 from flfun.transforms.jit import close_program

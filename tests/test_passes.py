@@ -10,7 +10,7 @@ import flfun as fl
 import flfun.numpy as fnp
 from flfun import lax
 from flfun.ir import ClosedProgram, Literal, Var, eval_program, typecheck
-from flfun.passes import (
+from flfun.compiler.passes import (
     FOLD_MAX_BYTES,
     PASSES,
     cse,

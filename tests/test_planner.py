@@ -11,19 +11,14 @@ from random_programs import programs
 
 import flfun as fl
 import flfun.numpy as fnp
+from flfun.compiler.liveness import plan_program
+from flfun.compiler.pipeline import compile_program
 from flfun.config import config
 from flfun.ir import ClosedProgram, eval_program
-from flfun.memory.planner import (
-    STRATEGIES,
-    BufferSpec,
-    MemoryPlan,
-    plan_program,
-    register_strategy,
-)
+from flfun.memory.planner import STRATEGIES, BufferSpec, MemoryPlan, register_strategy
 from flfun.nn import functional as F
 from flfun.nn.losses import softmax_cross_entropy
 from flfun.primitives.linalg import dot_general
-from flfun.transforms.jit import compile_program
 
 STRATEGY_NAMES = ["naive", "greedy_by_size", "best_fit", "auto"]
 

@@ -11,9 +11,9 @@ from flfun import lax
 from flfun.backends.xp import linalg as xp_linalg
 from flfun.backends.xp import reduce as xp_reduce
 from flfun.core import ShapedArray
-from flfun.executor import Executable
-from flfun.fusion import KERNEL_BUILDERS, FusedPrimitive, fuse_elementwise, fusible, kernel_source, \
-    register_kernel_builder
+from flfun.backends.cuda.lowering import kernel_source
+from flfun.compiler.executor import Executable
+from flfun.compiler.fusion import KERNEL_BUILDERS, FusedPrimitive, fuse_elementwise, fusible, register_kernel_builder
 from flfun.primitives import reduce as R
 from flfun.primitives import shape as S
 from flfun.transforms.pmap import pmap

@@ -15,7 +15,7 @@ import flfun.numpy as fnp
 from flfun import memory
 from flfun.memory import CachingAllocator, DirectAllocator, RawMemory, Trace, compare, to_memory_viz
 from flfun.memory.raw import HostMemory
-from flfun.memory.planner import plan_program
+from flfun.compiler.liveness import plan_program
 
 KiB, MiB = 1 << 10, 1 << 20
 

@@ -93,13 +93,13 @@ def install(cp) -> None:
     jit compiler for cupy devices."""
     from flfun import primitives
     from flfun.backends.cuda import executor, kernels
-    from flfun.fusion import register_kernel_builder
+    from flfun.compiler.fusion import register_kernel_builder
+    from flfun.compiler.pipeline import register_backend_compiler
     for name, fn in overrides(cp).items():
         primitives.get(name).impls.setdefault("cupy", fn)
     install_impls(cp, "cupy")
     register_kernel_builder("cupy", kernels.build)
-    from flfun.transforms.call import BACKEND_COMPILERS
-    BACKEND_COMPILERS["cupy"] = executor.compile_program
+    register_backend_compiler("cupy", executor.compile_program)
 
 
 __all__ = ["BackendUnavailableError", "GpuDevice", "install", "is_available", "make_backend", "overrides"]

@@ -14,17 +14,13 @@ import numpy as np
 
 from flfun import core
 from flfun.array import Array
-from flfun.config import config
+from flfun.compiler.passes import partial_eval
+from flfun.compiler.pipeline import compile_program
 from flfun.core import Primitive, ShapedArray, Tracer, _state, get_aval, register_impl, to_array
-from flfun.executor import Executable, writes_out
 from flfun.ir import ClosedProgram, Eqn, Literal, Program, eval_program
-from flfun.memory.planner import plan_program
-from flfun.passes import optimize, partial_eval
 from flfun.primitives.common import (UndefinedPrimal, Zero, is_zero, moveaxis, moveaxis_to_front, not_mapped,
                                     tangent_aval)
 from flfun.transforms.staging import trace_to_program
-
-DEFAULT_STRATEGY = "auto"
 
 
 # ------------------------------------------------------------------------------------------ closing programs
@@ -52,26 +48,6 @@ def trace_closed(fn: Callable, in_avals: list[ShapedArray]) -> ClosedProgram:
     """Trace ``fn(*tracers) -> list`` into a closed program (used by the call primitive's rules: ``fn`` evaluates
     closed programs on its own inputs, so it never captures an outer tracer)."""
     return close_program(*trace_to_program(fn, in_avals, dynamic=True))[0]
-
-
-BACKEND_COMPILERS: dict[str, Callable] = {}   # backend -> fn(closed, device, donated, strategy): cupy's own
-
-
-def compile_program(closed: ClosedProgram, device=None, donated: tuple = (), strategy: str | None = None
-                    ) -> Executable:
-    """The executable for ``closed`` on ``device`` (cached on the program with the registry version)."""
-    device = device or core.default_device()
-    strategy = strategy or DEFAULT_STRATEGY
-    compiler = BACKEND_COMPILERS.get(device.backend)
-    if compiler is not None:
-        return compiler(closed, device, donated, strategy)
-    key = ("exe", device, core.registry_version, config.jit_planned, donated, strategy)
-    exe = closed.cache.get(key)
-    if exe is None:
-        program, consts = optimize(closed.program, closed.consts)
-        plan = plan_program(program, writes_out(device.backend), donated, strategy) if config.jit_planned else None
-        exe = closed.cache[key] = Executable(program, consts, device, plan, donated)
-    return exe
 
 
 # ------------------------------------------------------------------------------------------ call primitive
@@ -232,4 +208,4 @@ for _backend in ("numpy", "cupy"):
     register_impl(jit_p, _backend, functools.partial(_jit_impl, _backend))
 
 
-__all__ = ["jit_p", "close_program", "trace_closed", "compile_program", "DEFAULT_STRATEGY"]
+__all__ = ["jit_p", "close_program", "trace_closed"]

@@ -17,13 +17,15 @@ import numpy as np
 
 from flfun import core
 from flfun.array import Array
-from flfun.config import config
+from flfun.compiler.executor import Executable, writes_out
+from flfun.compiler.liveness import plan_program
+from flfun.compiler.passes import optimize
+from flfun.compiler.pipeline import DEFAULT_STRATEGY, compile_program, global_version
 from flfun.core import Tracer, _state, get_aval, short, wrap
-from flfun.executor import Executable, writes_out
 from flfun.ir import ClosedProgram
-from flfun.memory.planner import MemoryPlan, plan_program
-from flfun.passes import optimize
-from flfun.transforms.call import DEFAULT_STRATEGY, close_program, compile_program, jit_p
+from flfun.memory import get_allocator
+from flfun.memory.planner import MemoryPlan
+from flfun.transforms.call import close_program, jit_p
 from flfun.transforms.jvp import flatten_fun
 from flfun.transforms.staging import trace_to_program
 from flfun.transforms.vjp import _with_args
@@ -125,14 +127,15 @@ class JitFunction:
     # --- calling
     def __call__(self, *args, **kwargs):
         if _state.eager and not self._static:
-            version = (core.registry_version, config.jit_planned)
+            version = global_version()
             if version != self._fast_version:
                 self._fast.clear()
                 self._fast_version = version
             else:
                 fast = _fast_key(args, kwargs, not (kwargs or self.donate_argnums))
                 hit = fast and self._fast.get(fast[0])
-                if hit:
+                # (an executable whose arena came from another allocator than the device's now is recompiled)
+                if hit and (hit[0].allocator is None or hit[0].allocator is get_allocator(hit[2])):
                     exe, out_tree, dev, donated = hit
                     outs = exe(*(_raw_args(fast[2], None, donated) if donated else fast[1]))
                     return wrap(outs[0], dev) if out_tree is None else \
@@ -321,4 +324,4 @@ def make_ir(fun: Callable, static_argnums: int | Sequence[int] = (), optimized: 
     return make
 
 
-__all__ = ["jit", "make_ir", "jit_p", "JitFunction", "Lowered", "Compiled", "compile_program", "close_program"]
+__all__ = ["jit", "make_ir", "jit_p", "JitFunction", "Lowered", "Compiled", "close_program"]

@@ -13,24 +13,19 @@ from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 
-from flfun import core
 from flfun.array import Array
-from flfun.config import config
+from flfun.compiler.pipeline import compile_program
 from flfun.core import (Primitive, ShapedArray, Trace, Tracer, _state, full_raise, get_aval, new_main, register_impl,
                         trace_stack, wrap)
 from flfun.devices import devices as all_devices, local_device_count, process_count
 from flfun.distributed.spmd import Mesh, run_spmd
-from flfun.executor import Executable, writes_out
 from flfun.ir import ClosedProgram
-from flfun.memory.planner import plan_program
-from flfun.passes import optimize
 from flfun.primitives.collective import all_gather, axis_index, psum
 from flfun.primitives.common import is_zero, moveaxis
 from flfun.primitives.elementwise import eq, select_n
 from flfun.primitives.shape import dynamic_slice, full, squeeze
 from flfun.sharded import ShardedArray
-from flfun.transforms.call import (BACKEND_COMPILERS, DEFAULT_STRATEGY, CallSite, _cached, close_program,
-                                   compile_program, def_call_rules)
+from flfun.transforms.call import CallSite, _cached, close_program, def_call_rules
 from flfun.transforms.staging import trace_to_program
 from flfun.transforms.vmap import mapped_axes, mapped_size
 from flfun.tree import tree_flatten, tree_unflatten
@@ -87,8 +82,10 @@ def _bound_axis_names() -> tuple:
 class PmapFunction:
     """A function mapped over devices (see ``pmap``)."""
 
-    def __init__(self, fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices, axis_size):
+    def __init__(self, fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices, axis_size,
+                 memory_strategy=None):
         functools.update_wrapper(self, fun)
+        self.memory_strategy = memory_strategy
         if axis_size is not None and (type(axis_size) is not int or axis_size < 1):
             raise ValueError(f"pmap: axis_size must be a positive int or None, got {axis_size!r}")
         self.fun, self.in_axes, self.out_axes, self.axis_size = fun, in_axes, out_axes, axis_size
@@ -133,7 +130,8 @@ class PmapFunction:
         in_ax, p_out_axes = (tuple(None if a is None else 0 for a in ax) for ax in (axes, out_axes))
         if _state.eager and not extra and not any(isinstance(x, Tracer) for x in leaves):
             heads = [mesh.local[i][1] for i in mesh.heads]
-            outs = _execute(closed, mesh, [_host_input(x, a, heads) for x, a in zip(leaves, axes)], in_ax, p_out_axes)
+            outs = _execute(closed, mesh, [_host_input(x, a, heads) for x, a in zip(leaves, axes)], in_ax, p_out_axes,
+                            self.memory_strategy)
             res = [ShardedArray([wrap(b, d) for b, d in zip(o, heads)], ax) if ax is not None
                    else wrap(o, mesh.local[0][1]) for o, ax in zip(outs, out_axes)]
             return tree_unflatten(out_tree, res)
@@ -218,16 +216,16 @@ class PmapFunction:
     def lower(self, *args):
         """The per-device program for these arguments (``.ir`` text) and its mesh, without running it."""
         closed, _, _, _, mesh = self._trace(args, *self._prepare(args, {}))
-        return _Lowered(closed, mesh)
+        return _Lowered(closed, mesh, self.memory_strategy)
 
 
 class _Lowered:
-    def __init__(self, closed, mesh):
-        self.closed, self.mesh, self.ir = closed, mesh, str(closed.program)
+    def __init__(self, closed, mesh, strategy=None):
+        self.closed, self.mesh, self.ir, self.strategy = closed, mesh, str(closed.program), strategy
 
     def compile(self, device=None):
         """The per-device executable (with its memory plan) on ``device`` (default: the mesh's first)."""
-        return compile_program(self.closed, device or self.mesh.local[0][1])
+        return compile_program(self.closed, device or self.mesh.local[0][1], (), self.strategy)
 
 
 def _shard_aval(x, ax) -> ShapedArray:
@@ -246,17 +244,10 @@ def _host_input(x, ax, devs: list):
 
 
 # ---------------------------------------------------------------------------------------------- execution
-def _executables(closed: ClosedProgram, mesh: Mesh) -> dict:
-    """One executable per local device, sharing one optimised program and one memory plan per backend
-    (each device gets its own arena), cached on the program."""
-    def make():
-        program, consts = optimize(closed.program, closed.consts)
-        plans = {b: plan_program(program, writes_out(b), (), DEFAULT_STRATEGY) if config.jit_planned else None
-                 for b in {d.backend for _, d in mesh.local} - BACKEND_COMPILERS.keys()}
-        # a backend that compiles its own executables (cupy) gets them from compile_program
-        return {g: compile_program(closed, d) if d.backend in BACKEND_COMPILERS else
-                Executable(program, consts, d, plans[d.backend]) for g, d in mesh.local}
-    return _cached(closed, ("pmap-exe", mesh, core.registry_version, config.jit_planned), make)
+def _executables(closed: ClosedProgram, mesh: Mesh, strategy: str | None) -> dict:
+    """One executable per local device (the pipeline shares the optimised program and the memory plan among the
+    devices of a backend; each device gets its own arena)."""
+    return {g: compile_program(closed, d, (), strategy) for g, d in mesh.local}
 
 
 PER_DEVICE = "device"    # in/out axis kind: one slice per local device (residuals on a nested mesh)
@@ -272,12 +263,13 @@ def _sharing(mesh: Mesh, ax) -> tuple:
     return mesh.names if ax is None else () if ax == PER_DEVICE else mesh.names[1:]
 
 
-def _execute(closed: ClosedProgram, mesh: Mesh, inputs: list, in_axes: tuple, out_axes: tuple) -> list:
+def _execute(closed: ClosedProgram, mesh: Mesh, inputs: list, in_axes: tuple, out_axes: tuple,
+             strategy: str | None = None) -> list:
     """Run ``closed`` on every local device of ``mesh``. ``inputs[i]`` is a list of raw buffers, one per shard
     (in_axes 0) or per local device (PER_DEVICE), or one raw buffer (None: replicated). Returns, per output, the
     buffers of the shards' first devices (``mesh.heads``; 0), of every device (PER_DEVICE) or device 0's buffer
-    (None)."""
-    outer, exes = mesh.outer, _executables(closed, mesh)
+    (None). ``strategy`` is the memory planner's."""
+    outer, exes = mesh.outer, _executables(closed, mesh, strategy)
 
     def task(i, g, dev):
         args = [x if ax is None else x[i if ax == PER_DEVICE else outer[g]] for x, ax in zip(inputs, in_axes)]
@@ -346,7 +338,7 @@ def_call_rules(pmap_p, _PmapSite)
 
 def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
-         axis_size: int | None = None) -> PmapFunction:
+         axis_size: int | None = None, memory_strategy: str | None = None) -> PmapFunction:
     """Map ``fun`` over devices: shard ``i`` of every mapped argument runs on device ``i``, all at once.
 
     ``fun`` is compiled once per shard shape (the jit pipeline: passes, memory plan, generated code) and runs
@@ -364,6 +356,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, 
         static_broadcasted_argnums: positional arguments passed as static (hashable) Python values.
         devices: the devices to use (as many as the mapped size).
         axis_size: the mapped size when no argument is mapped (e.g. to initialise per-device state).
+        memory_strategy: the planner's offset strategy for the per-device programs, as for ``jit``.
 
     Returns:
         A function returning ``ShardedArray``s (which behave like Arrays and feed later pmaps without copies).
@@ -377,7 +370,8 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, 
     """
     if not callable(fun):
         raise ValueError(f"pmap: fun must be callable, got {fun!r:.60}")
-    return PmapFunction(fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices, axis_size)
+    return PmapFunction(fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices, axis_size,
+                        memory_strategy)
 
 
 __all__ = ["pmap", "pmap_p", "PmapFunction", "SpmdAxisTrace"]

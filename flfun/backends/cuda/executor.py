@@ -1,11 +1,12 @@
 """jit on the cupy backend: optimise, fuse elementwise chains, plan one device arena, generate straight-line code,
 and replay the planned step as a CUDA graph.
 
-``compile_program`` is what ``flfun.jit`` calls for cupy devices. ``DeviceExecutable`` is written against the
-device's array module, so the same code runs (and is tested) on the numpy backend: every intermediate that an
-impl can write with ``out=`` lives in the arena (a fused kernel's several outputs too: ``plan`` shows the planner
-each of them as its own buffer), literals reach non-ufunc impls as device scalars, and outputs never alias the
-arena, the inputs, the constants or each other (unless donated). On a GPU a ``GraphRunner`` replays the step.
+``compile_program`` is what the compile pipeline (``flfun.compiler.pipeline``) calls for cupy devices.
+``DeviceExecutable`` is written against the device's array module, so the same code runs (and is tested) on the
+numpy backend: every intermediate that an impl can write with ``out=`` lives in the arena (a fused kernel's
+several outputs too: ``plan`` shows the planner each of them as its own buffer), literals reach non-ufunc impls
+as device scalars, and outputs never alias the arena, the inputs, the constants or each other (unless donated).
+On a GPU a ``GraphRunner`` replays the step.
 """
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ import threading
 
 import numpy as np
 
-from flfun import core
+from flfun.backends.cuda import lowering
+from flfun.compiler.executor import CodeGen, accepts_out, load, setup_arena, writes_out
+from flfun.compiler.fusion import FusedPrimitive, fuse_elementwise
+from flfun.compiler.liveness import plan_program
+from flfun.compiler.pipeline import optimized
 from flfun.config import config
-from flfun.executor import CodeGen, accepts_out, load, setup_arena, writes_out
-from flfun.fusion import FusedPrimitive, fuse_elementwise
 from flfun.ir import ClosedProgram, Eqn, Literal, Program
-from flfun.memory.planner import MemoryPlan, plan_program
-from flfun.passes import optimize
+from flfun.memory.planner import MemoryPlan
 
 
 class _PlanPrim:
@@ -53,17 +55,18 @@ def plan(program: Program, backend: str, donated: tuple = (), strategy: str = "a
 
 def compile_program(closed: ClosedProgram, device, donated: tuple = (), strategy: str = "auto"
                     ) -> DeviceExecutable:
-    """The executable of ``closed`` on ``device`` (cached on the program, keyed by the registry version and the
-    fusion / planning switches)."""
-    key = ("device-exe", device, core.registry_version, config.jit_planned, config.fusion, donated, strategy)
-    exe = closed.cache.get(key)
-    if exe is None:
-        program, consts = optimize(closed.program, closed.consts)
-        if config.fusion:
-            program = fuse_elementwise(program)
-        p = plan(program, device.backend, donated, strategy) if config.jit_planned else None
-        exe = closed.cache[key] = DeviceExecutable(program, consts, device, p, donated)
-    return exe
+    """The executable of ``closed`` on ``device``: the optimised program, its elementwise chains fused into CUDA
+    kernels (``config.fusion``), planned and run from one device arena. ``flfun.compiler.pipeline`` caches it.
+
+    Example::
+
+        exe = compile_program(closed, flfun.devices("gpu")[0])
+    """
+    program, consts = optimized(closed)
+    if config.fusion:
+        program = fuse_elementwise(program, target=lowering.TARGET)
+    p = plan(program, device.backend, donated, strategy) if config.jit_planned else None
+    return DeviceExecutable(program, consts, device, p, donated)
 
 
 class DeviceExecutable:

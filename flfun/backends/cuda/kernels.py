@@ -1,12 +1,13 @@
-"""Generated cupy kernels for fused groups (``flfun.fusion``): one ``ElementwiseKernel`` per elementwise group and one
-``ReductionKernel`` per group with a reduction epilogue, built from ``fusion.kernel_source`` and compiled by cupy
-on first launch. A kernel impl is ``impl(*inputs, out=None | tuple of buffers) -> list of outputs``; missing
-output buffers are allocated."""
+"""Generated cupy kernels for fused groups (``flfun.compiler.fusion``): one ``ElementwiseKernel`` per elementwise
+group and one ``ReductionKernel`` per group with a reduction epilogue, built from ``lowering.kernel_source`` and
+compiled by cupy on first launch. A kernel impl is ``impl(*inputs, out=None | tuple of buffers) -> list of
+outputs``; missing output buffers are allocated."""
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from flfun.fusion import FusionGroup, kernel_source
+from flfun.backends.cuda.lowering import kernel_source
+from flfun.compiler.fusion import FusionGroup
 
 
 def build(group: FusionGroup) -> Callable:

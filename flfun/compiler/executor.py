@@ -17,9 +17,10 @@ from typing import Any, Callable
 import numpy as np
 
 from flfun.array import Array
+from flfun.compiler.liveness import plan_program
 from flfun.core import Primitive, missing_rule
 from flfun.ir import Eqn, Literal, Program, Var
-from flfun.memory.planner import MemoryPlan, plan_program
+from flfun.memory.planner import MemoryPlan
 
 @functools.lru_cache(maxsize=None)
 def accepts_out(impl: Callable) -> bool:
@@ -54,13 +55,14 @@ def _raw(c, device):
 def setup_arena(owner, program: Program, device, plan: MemoryPlan | None, donated: tuple = ()):
     """``(plan to generate from, arena block, arena buffer)`` for ``owner``: with ``plan=None`` an unplanned plan
     (every impl allocates) and no arena; otherwise one arena of ``plan.arena_bytes`` from the device's allocator,
-    freed when ``owner`` is collected."""
+    freed when ``owner`` is collected. ``owner.allocator`` is set to that allocator (``None`` without an arena)."""
+    owner.allocator = None
     if plan is None:
         return plan_program(program, lambda e: False, donated), None, None
     if not plan.arena_bytes:
         return plan, None, None
     from flfun.memory import get_allocator
-    alloc = get_allocator(device)
+    alloc = owner.allocator = get_allocator(device)
     block = alloc.malloc(plan.arena_bytes)
     weakref.finalize(owner, alloc.free, block)
     return plan, block, block.buffer
