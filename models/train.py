@@ -15,11 +15,12 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from models.tasks import Task, make_task
 from models.runlog import SIGNALS, StopFlag, folder_problem, plot_losses, write_json, write_profile
 
 MODELS = ("mlp", "cnn", "transformer")
@@ -116,71 +117,6 @@ def parse_args(argv=None) -> argparse.Namespace:
         except ImportError:
             parser.error("--backend cupy: cupy is not installed (pip install cupy-cuda12x) or no GPU is present")
     return args
-
-
-# -------------------------------------------------------------------------------------------------------- tasks
-@dataclass
-class Task:
-    """What the loop needs to know about a model: data, init, loss, batches and the final evaluation."""
-    name: str
-    defaults: dict
-    data: Any
-    init: Callable          # key -> model
-    loss_fn: Callable       # (model, x, y) -> scalar loss
-    batch: Callable         # (step, batch_size) -> (x, y) numpy arrays
-    evaluate: Callable      # model -> metrics dict
-    config: dict
-
-
-def make_task(name: str, seed: int) -> Task:
-    import flfun.random as fr
-    from models import data as D
-    data_key, aug_key = fr.fold_in(fr.key(seed), 1), fr.fold_in(fr.key(seed), 2)
-    if name in ("mlp", "cnn"):
-        from models import cnn, mlp
-        mod = mlp if name == "mlp" else cnn
-        digits = D.load_digits(seed)
-        n = len(digits.x_train)
-        cache: dict[int, np.ndarray] = {}
-
-        def batch(step: int, bs: int):
-            per_epoch = max(n // bs, 1)
-            epoch, j = divmod(step, per_epoch)
-            if epoch not in cache:
-                cache.clear()
-                cache[epoch] = np.asarray(fr.permutation(fr.fold_in(data_key, epoch), n))
-            idx = cache[epoch][j * bs:(j + 1) * bs]
-            x = digits.x_train[idx]
-            if name == "cnn":
-                x = cnn.augment(x, np.asarray(fr.randint(fr.fold_in(aug_key, step), (len(idx), 2), 0, 3)))
-            return x, digits.y_train[idx]
-
-        def evaluate(model):
-            import flfun.numpy as fnp
-            from flfun import nn
-            logits = (mod.logits(model, fnp.asarray(digits.x_test)) if name == "mlp"
-                      else model(fnp.asarray(digits.x_test)))
-            test_loss = float(nn.softmax_cross_entropy(logits, fnp.asarray(digits.y_test)))
-            return {"test_accuracy": mod.accuracy(model, digits.x_test, digits.y_test),
-                    "train_accuracy": mod.accuracy(model, digits.x_train, digits.y_train),
-                    "test_loss": test_loss, "train_examples": n, "test_examples": len(digits.x_test)}
-
-        return Task(name, mod.DEFAULTS, digits, mod.init, mod.loss_fn, batch, evaluate, {})
-    from models import transformer as T
-    cfg = T.GPTConfig()
-    corpus = D.load_text_corpus()
-
-    def batch(step: int, bs: int):
-        starts = np.asarray(fr.randint(fr.fold_in(data_key, step), (bs,), 0, len(corpus.train) - cfg.seq_len - 1))
-        return T.sample_windows(corpus.train, starts, cfg.seq_len)
-
-    def evaluate(model):
-        bpc = T.bits_per_char(model, corpus.val)
-        return {"val_bits_per_char": bpc, "unigram_entropy_bits": corpus.unigram_entropy(),
-                "train_chars": len(corpus.train), "val_chars": len(corpus.val),
-                "train_files": corpus.train_files, "val_files": corpus.val_files}
-
-    return Task(name, T.DEFAULTS, corpus, lambda key: T.init(key, cfg), T.loss_fn, batch, evaluate, asdict(cfg))
 
 
 # ---------------------------------------------------------------------------------------------------- training
@@ -345,15 +281,19 @@ def _one_step(run: Run, step: int) -> bool:
     return True
 
 
+def _progress_bar(run: Run):
+    if run.args.no_progress or not run.main_rank:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=run.steps, initial=run.start, desc=run.args.model, unit="step", dynamic_ncols=True,
+                file=sys.stdout)
+
+
 def _loop(run: Run, stop: StopFlag) -> int:
     """Train until ``run.steps``, the time limit, a stop signal or divergence; returns the steps done."""
     args, d = run.args, run.task.defaults
     time_limit = d.get("time_limit") if args.time_limit is None else args.time_limit
-    bar = None
-    if not args.no_progress and run.main_rank:
-        from tqdm import tqdm
-        bar = tqdm(total=run.steps, initial=run.start, desc=f"{args.model}", unit="step", dynamic_ncols=True,
-                   file=sys.stdout)
+    bar = _progress_bar(run)
     prof = prof_ctx = None
     t_train = t_window = time.perf_counter()
     n_window, rate, t_first, steps_planned = 0, 0.0, None, run.steps
