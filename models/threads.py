@@ -7,6 +7,7 @@ import os
 ENV = "FLFUN_BLAS_THREADS"
 _LOCAL_SIZE = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE")
 
+_POOL_VARS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
 _limits = None      # keeps the threadpoolctl limit in force
 
 
@@ -49,15 +50,17 @@ def size_blas_threads(requested: int | None = None) -> int | None:
         1
     """
     global _limits
-    if requested is None and not os.environ.get(ENV) and local_processes() == 1:
-        return None
+    asked = requested is not None or bool(os.environ.get(ENV))
+    if not asked and (local_processes() == 1 or any(os.environ.get(v) for v in _POOL_VARS)):
+        return None             # one process, or the user sized the pools with the usual variables
     n = blas_threads(requested)
+    for var in _POOL_VARS:      # for pools that start later (and child processes)
+        os.environ[var] = str(n)
     try:
         from threadpoolctl import threadpool_limits
-    except ImportError:          # without it: the variables still reach pools that start after this point
-        for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
-            os.environ[var] = str(n)
+    except ImportError:
         return n
+    import numpy  # noqa: F401  (threadpoolctl limits the BLAS libraries loaded so far)
     _limits = threadpool_limits(limits=n, user_api="blas")
     return n
 

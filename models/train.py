@@ -222,6 +222,7 @@ class Run:
     skipped: int = 0
     diverged: dict | None = None
     signal: str | None = None
+    stop_signal: int = 0          # the signal that ends training after this step (agreed by all processes)
     steps_planned: int = 0
     time_limit: float | None = None
     train_time: float = 0.0
@@ -263,11 +264,19 @@ def _setup(args: argparse.Namespace) -> Run:
     return run
 
 
-def _one_step(run: Run, step: int) -> bool:
-    """Train step ``step``; False (leaving the model as it was) when its loss is not finite and not skipped."""
+def _one_step(run: Run, step: int, stop: StopFlag) -> bool:
+    """Train step ``step``; False (leaving the model as it was) when its loss is not finite and not skipped.
+
+    Data-parallel processes agree in the step itself on whether any of them was signalled, so that all stop
+    after the same step."""
     import flfun.numpy as fnp
     x, y = run.task.batch(step, run.bs)
-    model, opt_state, loss, *ok = run.step_fn(run.model, run.opt_state, fnp.asarray(x), fnp.asarray(y))
+    if run.parallel:
+        model, opt_state, loss, agreed = run.step_fn(run.model, run.opt_state, x, y, stop.signum)
+        run.stop_signal, ok = int(agreed), []
+    else:
+        model, opt_state, loss, *ok = run.step_fn(run.model, run.opt_state, fnp.asarray(x), fnp.asarray(y))
+        run.stop_signal = stop.signum
     loss = float(loss)
     if ok and not bool(ok[0]):          # --skip-nonfinite: the step kept the old model and state
         run.skipped += 1
@@ -299,12 +308,12 @@ def _loop(run: Run, stop: StopFlag) -> int:
     n_window, rate, t_first, steps_planned = 0, 0.0, None, run.steps
     step = run.start
     profile_from = min(run.start + 1, run.steps - 1)    # skip the first (compiling) step unless it is the only one
-    while step < run.steps and not stop.signum:
+    while step < run.steps and not run.stop_signal:
         if args.profile and step == profile_from:
             from flfun.profiler import profile
             prof_ctx = profile(trace=True)
             prof = prof_ctx.__enter__()
-        if not _one_step(run, step):
+        if not _one_step(run, step, stop):
             break
         if prof is not None and step == run.start + 10:
             prof_ctx.__exit__(None, None, None)
@@ -362,8 +371,8 @@ def train(args: argparse.Namespace) -> dict:
     run = _setup(args)
     with StopFlag() as stop:
         steps_done = _loop(run, stop)
-        if stop.signum:
-            run.signal = SIGNALS[stop.signum]
+        if run.stop_signal:
+            run.signal = SIGNALS[run.stop_signal]
         if args.checkpoint_dir and run.main_rank and not run.diverged:
             _save(args, run.model, run.opt_state, steps_done, run.losses, run.task, run.steps)
         t_eval = time.perf_counter()
