@@ -11,6 +11,8 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
+import socket
 import struct
 import tempfile
 from typing import Any
@@ -25,6 +27,9 @@ _DTYPES = frozenset(map(np.dtype, ["float16", "float32", "float64", "int8", "int
 
 
 _ORDER = "flfun.names"   # metadata key: the saved tree's leaf names in order (safetensors sorts its tensors)
+_RESERVED_LEAVES = frozenset({"__metadata__"})          # the header key that safetensors keeps for metadata
+_RESERVED_META = frozenset({"format", _ORDER, "sha256"})  # metadata keys that save writes itself
+_TMP = re.compile(r"\.tmp-(?P<host>.+)-(?P<pid>\d+)-[^-]*\.safetensors\Z")
 
 
 class CheckpointError(ValueError):
@@ -105,7 +110,15 @@ def save(path: str | os.PathLike, tree: Any, metadata: dict[str, str] | None = N
     path = os.fspath(path)
     if metadata is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
         raise ValueError("save: metadata must be a dict of str to str")
+    clash = sorted(_RESERVED_META & set(metadata or ()))
+    if clash:
+        raise ValueError(f"save: metadata key {clash[0]!r} is reserved (save writes {sorted(_RESERVED_META)} "
+                         f"itself); rename it")
     names, leaves, _ = tree_paths(tree)
+    clash = sorted(_RESERVED_LEAVES & set(names))
+    if clash:
+        raise CheckpointError(f"save: leaf name {clash[0]!r} is reserved by the safetensors format (it names "
+                              f"the header's metadata); rename that key of the tree")
     arrays = {n: _to_numpy(n, leaf) for n, leaf in zip(names, leaves)}
     meta = {**(metadata or {}), "format": "flfun", _ORDER: json.dumps(names), "sha256": "0" * 64}
     # the checksum covers the data in the order safetensors lays it out: serialise once with a placeholder
@@ -117,7 +130,9 @@ def save(path: str | os.PathLike, tree: Any, metadata: dict[str, str] | None = N
     header = blob[:data_start].replace(b'"sha256":"' + b"0" * 64 + b'"', b'"sha256":"%s"' % digest.encode())
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".safetensors", dir=directory)
+    _remove_orphans(directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{socket.gethostname()}-{os.getpid()}-", suffix=".safetensors",
+                               dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(header)
@@ -130,6 +145,30 @@ def save(path: str | os.PathLike, tree: Any, metadata: dict[str, str] | None = N
             os.unlink(tmp)
         raise
     return path
+
+
+def _remove_orphans(directory: str) -> None:
+    """Delete temp files that a killed ``save`` left in ``directory``: those named after a process of this host
+    that no longer runs (a live process's temp file may be a save in progress)."""
+    host = socket.gethostname()
+    for name in os.listdir(directory):
+        m = _TMP.match(name)
+        if m is None or m["host"] != host or _alive(int(m["pid"])):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass            # another process cleaned it up first, or the folder is read-only to us
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:     # it runs, under another user
+        return True
+    return True
 
 
 def _read(path: str) -> tuple[dict, dict[str, np.ndarray]]:

@@ -61,24 +61,28 @@ class DataParallel:
         model, state, loss = dp.step(model, state, x_global, y_global)
     """
 
-    def __init__(self, loss_fn: Callable, opt, devices: int | None = None, zero: bool = False):
+    def __init__(self, loss_fn: Callable, opt, devices: int | None = None, zero: bool = False,
+                 agree_stop: bool = False):
         import flfun
         from flfun import optim
         from flfun.devices import local_devices
-        from flfun.lax import pmean
+        from flfun.lax import pmax, pmean
         from flfun.transforms.pmap import pmap
         self.rank, self.procs, self.local = setup(devices)
         self.opt, self.zero = opt, zero
         self.devices = local_devices()[:self.local] if self.procs == 1 else None
 
-        def step(model, opt_state, x, y):
+        def step(model, opt_state, x, y, *stop):
             loss, grads = flfun.value_and_grad(loss_fn)(model, x, y)
             if not zero:
                 grads = pmean(grads, AXIS)
             updates, opt_state = opt.update(grads, opt_state, model)
-            return optim.apply_updates(model, updates), opt_state, pmean(loss, AXIS)
-        s = 0 if zero else None
-        self._step = pmap(step, AXIS, in_axes=(None, s, 0, 0), out_axes=(None, s, None), devices=self.devices)
+            return (optim.apply_updates(model, updates), opt_state, pmean(loss, AXIS),
+                    *(pmax(s, AXIS) for s in stop))
+        s, more = 0 if zero else None, (0,) * agree_stop
+        self.agree_stop = agree_stop
+        self._step = pmap(step, AXIS, in_axes=(None, s, 0, 0, *more), out_axes=(None, s, None, *(None,) * len(more)),
+                          devices=self.devices)
         self._init = pmap(opt.init, AXIS, in_axes=None, axis_size=self.local, devices=self.devices) if zero else None
 
     @property
@@ -100,8 +104,14 @@ class DataParallel:
         mine = x[self.rank * per:(self.rank + 1) * per]
         return mine.reshape((self.local, per // self.local) + mine.shape[1:])
 
-    def step(self, model, opt_state, x, y):
-        return self._step(model, opt_state, self.shard_batch(x), self.shard_batch(y))
+    def step(self, model, opt_state, x, y, stop: int = 0):
+        """One step on the global batch ``(x, y)``; with ``agree_stop`` also takes this process's stop request
+        (e.g. a signal number, 0 for none) and returns the largest over all processes as a fourth value, so that
+        every process stops after the same step."""
+        xs, ys = self.shard_batch(x), self.shard_batch(y)
+        if not self.agree_stop:
+            return self._step(model, opt_state, xs, ys)
+        return self._step(model, opt_state, xs, ys, np.full(self.local, stop, np.int32))
 
 
 def attach(args, loss_fn: Callable, opt, model, opt_state, schedule: tuple, batch_size: int | None = None):
@@ -110,13 +120,14 @@ def attach(args, loss_fn: Callable, opt, model, opt_state, schedule: tuple, batc
     ``schedule`` is ``(steps, lr, weight_decay, warmup)`` for the ZeRO optimizer; ``batch_size`` (the global
     batch) must split evenly over the devices. Returns the step function,
     the optimizer state to start from, and whether this process is the one that reports and writes files.
+    The step takes a fifth argument, this process's stop request, and returns the agreed one fourth.
     """
     if args.zero and (args.checkpoint_dir or args.resume):
         raise SystemExit("error: --zero shards the optimizer state across devices; it cannot be combined with "
                          "--checkpoint-dir or --resume yet")
     if args.zero:
         opt = zero_optimizer(*schedule)
-    dp = DataParallel(loss_fn, opt, devices=args.devices, zero=args.zero)
+    dp = DataParallel(loss_fn, opt, devices=args.devices, zero=args.zero, agree_stop=True)
     if batch_size is not None and batch_size % dp.size:
         raise SystemExit(f"error: the batch size {batch_size} does not split evenly over {dp.size} devices; pass "
                          f"a --batch-size that is a multiple of {dp.size}")

@@ -15,10 +15,13 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from models.tasks import Task, make_task
+from models.runlog import SIGNALS, StopFlag, folder_problem, plot_losses, write_json, write_profile
 
 MODELS = ("mlp", "cnn", "transformer")
 CKPT_NAME = "checkpoint.safetensors"
@@ -72,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "re-estimated every 20 steps), and training stops at the limit (default: 270 for "
                         "transformer, none otherwise)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in logs)")
+    p.add_argument("--skip-nonfinite", action="store_true", help="skip the update of a step whose loss or "
+                   "gradient is not finite (counted in metrics.json) instead of stopping the run")
+    p.add_argument("--blas-threads", type=_positive(int), help="BLAS threads per process (default: the cores "
+                   "divided among the processes of this machine; also FLFUN_BLAS_THREADS)")
     p.add_argument("--devices", type=_positive(int), help="data parallel over N CPU devices (per process) with "
                    "pmap; under mpiexec every process joins (see models/data_parallel.py)")
     p.add_argument("--zero", action="store_true", help="data parallel with the optimizer state sharded (ZeRO-1)")
@@ -94,6 +101,16 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error("--checkpoint-every needs --checkpoint-dir")
     if args.resume and not os.path.exists(os.path.join(args.checkpoint_dir, CKPT_NAME)):
         parser.error(f"--resume: no checkpoint found at {os.path.join(args.checkpoint_dir, CKPT_NAME)}")
+    for flag, path in (("--out", args.out or os.path.join("runs", args.model)), ("--checkpoint-dir", args.checkpoint_dir)):
+        problem = path and folder_problem(flag, path)
+        if problem:
+            parser.error(problem)
+    if args.resume:
+        from flfun.checkpoint import CheckpointError, load_metadata
+        try:
+            load_metadata(os.path.join(args.checkpoint_dir, CKPT_NAME))
+        except CheckpointError as e:
+            parser.error(f"--resume: {e}")
     if args.backend == "cupy":
         try:
             import cupy  # noqa: F401
@@ -102,81 +119,29 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-# -------------------------------------------------------------------------------------------------------- tasks
-@dataclass
-class Task:
-    """What the loop needs to know about a model: data, init, loss, batches and the final evaluation."""
-    name: str
-    defaults: dict
-    data: Any
-    init: Callable          # key -> model
-    loss_fn: Callable       # (model, x, y) -> scalar loss
-    batch: Callable         # (step, batch_size) -> (x, y) numpy arrays
-    evaluate: Callable      # model -> metrics dict
-    config: dict
-
-
-def make_task(name: str, seed: int) -> Task:
-    import flfun.random as fr
-    from models import data as D
-    data_key, aug_key = fr.fold_in(fr.key(seed), 1), fr.fold_in(fr.key(seed), 2)
-    if name in ("mlp", "cnn"):
-        from models import cnn, mlp
-        mod = mlp if name == "mlp" else cnn
-        digits = D.load_digits(seed)
-        n = len(digits.x_train)
-        cache: dict[int, np.ndarray] = {}
-
-        def batch(step: int, bs: int):
-            per_epoch = max(n // bs, 1)
-            epoch, j = divmod(step, per_epoch)
-            if epoch not in cache:
-                cache.clear()
-                cache[epoch] = np.asarray(fr.permutation(fr.fold_in(data_key, epoch), n))
-            idx = cache[epoch][j * bs:(j + 1) * bs]
-            x = digits.x_train[idx]
-            if name == "cnn":
-                x = cnn.augment(x, np.asarray(fr.randint(fr.fold_in(aug_key, step), (len(idx), 2), 0, 3)))
-            return x, digits.y_train[idx]
-
-        def evaluate(model):
-            import flfun.numpy as fnp
-            from flfun import nn
-            logits = (mod.logits(model, fnp.asarray(digits.x_test)) if name == "mlp"
-                      else model(fnp.asarray(digits.x_test)))
-            test_loss = float(nn.softmax_cross_entropy(logits, fnp.asarray(digits.y_test)))
-            return {"test_accuracy": mod.accuracy(model, digits.x_test, digits.y_test),
-                    "train_accuracy": mod.accuracy(model, digits.x_train, digits.y_train),
-                    "test_loss": test_loss, "train_examples": n, "test_examples": len(digits.x_test)}
-
-        return Task(name, mod.DEFAULTS, digits, mod.init, mod.loss_fn, batch, evaluate, {})
-    from models import transformer as T
-    cfg = T.GPTConfig()
-    corpus = D.load_text_corpus()
-
-    def batch(step: int, bs: int):
-        starts = np.asarray(fr.randint(fr.fold_in(data_key, step), (bs,), 0, len(corpus.train) - cfg.seq_len - 1))
-        return T.sample_windows(corpus.train, starts, cfg.seq_len)
-
-    def evaluate(model):
-        bpc = T.bits_per_char(model, corpus.val)
-        return {"val_bits_per_char": bpc, "unigram_entropy_bits": corpus.unigram_entropy(),
-                "train_chars": len(corpus.train), "val_chars": len(corpus.val),
-                "train_files": corpus.train_files, "val_files": corpus.val_files}
-
-    return Task(name, T.DEFAULTS, corpus, lambda key: T.init(key, cfg), T.loss_fn, batch, evaluate, asdict(cfg))
-
-
 # ---------------------------------------------------------------------------------------------------- training
-def make_step(loss_fn: Callable, opt, use_jit: bool) -> Callable:
-    """One training step ``(model, opt_state, x, y) -> (model, opt_state, loss)``, jitted if asked and possible."""
+def make_step(loss_fn: Callable, opt, use_jit: bool, skip_nonfinite: bool = False) -> Callable:
+    """One training step ``(model, opt_state, x, y) -> (model, opt_state, loss)``, jitted if asked and possible.
+
+    With ``skip_nonfinite`` it returns ``(model, opt_state, loss, ok)`` and, where the loss or a gradient is not
+    finite (``ok`` false), the model and optimizer state it was given.
+    """
     import flfun
+    import flfun.numpy as fnp
     from flfun import optim
+    from flfun.tree import tree_leaves, tree_map
 
     def step(model, opt_state, x, y):
         loss, grads = flfun.value_and_grad(loss_fn)(model, x, y)
-        updates, opt_state = opt.update(grads, opt_state, model)
-        return optim.apply_updates(model, updates), opt_state, loss
+        updates, new_state = opt.update(grads, opt_state, model)
+        new_model = optim.apply_updates(model, updates)
+        if not skip_nonfinite:
+            return new_model, new_state, loss
+        ok = fnp.isfinite(loss)
+        for g in tree_leaves(grads):
+            ok = ok & fnp.all(fnp.isfinite(g))
+        keep = lambda new, old: fnp.where(ok, new, old)   # noqa: E731
+        return tree_map(keep, new_model, model), tree_map(keep, new_state, opt_state), loss, ok
 
     if use_jit and hasattr(flfun, "jit"):
         return flfun.jit(step)
@@ -211,13 +176,19 @@ def _resume(args, model, opt_state):
     if meta.get("seed", str(args.seed)) != str(args.seed):
         raise SystemExit(f"error: --resume: {path} was trained with --seed {meta['seed']}, not {args.seed}; resume "
                          f"with the same seed to keep the data order")
-    tree = checkpoint.load(path, like={"model": model, "opt_state": opt_state})
-    step = int(meta["step"])
-    losses_path = os.path.join(args.checkpoint_dir, "losses.json")
-    losses = [float("nan")] * step
-    if os.path.exists(losses_path):
-        with open(losses_path) as f:
-            losses = json.load(f)
+    try:
+        tree = checkpoint.load(path, like={"model": model, "opt_state": opt_state})
+        step = int(meta["step"])
+    except (checkpoint.CheckpointError, KeyError, ValueError) as e:
+        raise SystemExit(f"error: --resume: {path} does not fit this model: {e}") from None
+    losses: list = [None] * step         # unknown when losses.json is missing or unreadable: null in metrics
+    try:
+        with open(os.path.join(args.checkpoint_dir, "losses.json")) as f:
+            saved = json.load(f)
+        if isinstance(saved, list) and len(saved) >= step:
+            losses = saved
+    except (OSError, ValueError):
+        pass
     return tree["model"], tree["opt_state"], step, losses[:step]
 
 
@@ -229,48 +200,46 @@ def _steps_within(seconds_left: float, steps_per_s: float, done: int) -> int:
     return done + max(int(0.95 * seconds_left * steps_per_s), 1)
 
 
-def plot_losses(losses: list, path: str, title: str) -> None:
-    """Training loss per step (and a moving average) as a PNG."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    y = np.asarray(losses, dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(np.arange(1, len(y) + 1), y, lw=0.6, alpha=0.5, label="loss per step")
-    k = max(len(y) // 50, 1)
-    if len(y) >= 2 * k and k > 1:
-        smooth = np.convolve(y, np.ones(k) / k, mode="valid")
-        ax.plot(np.arange(k, len(y) + 1), smooth, lw=1.5, label=f"moving average ({k} steps)")
-    ax.set_xlabel("step")
-    ax.set_ylabel("cross-entropy (nats)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+@dataclass
+class Run:
+    """The state of one training job: what it trains, where it stands, and how it ended."""
+    args: argparse.Namespace
+    task: Task
+    steps: int
+    bs: int
+    lr: float
+    wd: float
+    out: str
+    use_jit: bool
+    model: Any
+    opt_state: Any
+    start: int
+    losses: list
+    step_fn: Callable
+    main_rank: bool = True
+    parallel: bool = False
+    stopped_early: bool = False
+    skipped: int = 0
+    diverged: dict | None = None
+    signal: str | None = None
+    stop_signal: int = 0          # the signal that ends training after this step (agreed by all processes)
+    steps_planned: int = 0
+    time_limit: float | None = None
+    train_time: float = 0.0
 
 
-def train(args: argparse.Namespace) -> dict:
-    """Run one training job described by parsed ``args``; returns the metrics (also written to --out)."""
+def _setup(args: argparse.Namespace) -> Run:
+    """Build the task, optimizer and step function, restore a checkpoint if asked, and join data parallelism."""
     import flfun
-    import flfun.numpy as fnp
     import flfun.random as fr
-    from flfun.nn import count_params
-
-    t_start = time.perf_counter()
+    from models import data_parallel
     task = make_task(args.model, args.seed)
     d = task.defaults
-    steps = args.steps or d["steps"]
-    bs = args.batch_size or d["batch_size"]
-    lr = args.lr or d["lr"]
+    steps, bs, lr = args.steps or d["steps"], args.batch_size or d["batch_size"], args.lr or d["lr"]
     wd = d["weight_decay"] if args.weight_decay is None else args.weight_decay
-    out = args.out or os.path.join("runs", args.model)
-    os.makedirs(out, exist_ok=True)
     use_jit = args.jit and hasattr(flfun, "jit")
     if args.jit and not use_jit:
         print("note: flfun.jit is not available in this build; training eagerly (--no-jit)", file=sys.stderr)
-
     if args.resume and args.steps is None:    # keep the schedule of the run being resumed
         from flfun.checkpoint import load_metadata
         steps = int(load_metadata(os.path.join(args.checkpoint_dir, CKPT_NAME)).get("total_steps", steps))
@@ -282,118 +251,155 @@ def train(args: argparse.Namespace) -> dict:
         model, opt_state, start, losses = _resume(args, model, opt_state)
         if start >= steps:
             print(f"checkpoint is already at step {start} >= --steps {steps}; evaluating only")
-    step_fn = make_step(task.loss_fn, opt, use_jit)
-    from models import data_parallel
-    main_rank, parallel = True, False
+    run = Run(args, task, steps, bs, lr, wd, args.out or os.path.join("runs", args.model), use_jit, model,
+              opt_state, start, losses, make_step(task.loss_fn, opt, use_jit, args.skip_nonfinite))
     if args.devices or args.zero or data_parallel.launched_by_mpiexec():
-        parallel = True
-        step_fn, opt_state, main_rank = data_parallel.attach(args, task.loss_fn, opt, model, opt_state,
-                                                             (steps, lr, wd, d["warmup"]), bs)
-    time_limit = d.get("time_limit") if args.time_limit is None else args.time_limit
-    steps_planned = steps
+        if args.skip_nonfinite:
+            raise SystemExit("error: --skip-nonfinite is not supported with data parallelism yet")
+        run.parallel = True
+        run.step_fn, run.opt_state, run.main_rank = data_parallel.attach(
+            args, task.loss_fn, opt, model, opt_state, (steps, lr, wd, d["warmup"]), bs)
+    if run.main_rank:
+        os.makedirs(run.out, exist_ok=True)
+    return run
 
-    bar = None
-    if not args.no_progress and main_rank:
-        from tqdm import tqdm
-        bar = tqdm(total=steps, initial=start, desc=f"{args.model}", unit="step", dynamic_ncols=True,
-                   file=sys.stdout)
-    prof = None
-    t_train = time.perf_counter()
-    t_window, n_window, rate = t_train, 0, 0.0
-    t_first = None
-    stopped_early = False
-    step = start
-    profile_from = min(start + 1, steps - 1)    # skip the first (compiling) step unless it is the only one
-    while step < steps:
+
+def _one_step(run: Run, step: int, stop: StopFlag) -> bool:
+    """Train step ``step``; False (leaving the model as it was) when its loss is not finite and not skipped.
+
+    Data-parallel processes agree in the step itself on whether any of them was signalled, so that all stop
+    after the same step."""
+    import flfun.numpy as fnp
+    x, y = run.task.batch(step, run.bs)
+    if run.parallel:
+        model, opt_state, loss, agreed = run.step_fn(run.model, run.opt_state, x, y, stop.signum)
+        run.stop_signal, ok = int(agreed), []
+    else:
+        model, opt_state, loss, *ok = run.step_fn(run.model, run.opt_state, fnp.asarray(x), fnp.asarray(y))
+        run.stop_signal = stop.signum
+    loss = float(loss)
+    if ok and not bool(ok[0]):          # --skip-nonfinite: the step kept the old model and state
+        run.skipped += 1
+        run.losses.append(loss if math.isfinite(loss) else None)
+        return True
+    if not math.isfinite(loss):
+        run.diverged = {"step": step + 1, "loss": str(loss)}
+        return False
+    run.model, run.opt_state = model, opt_state
+    run.losses.append(loss)
+    return True
+
+
+def _progress_bar(run: Run):
+    if run.args.no_progress or not run.main_rank:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=run.steps, initial=run.start, desc=run.args.model, unit="step", dynamic_ncols=True,
+                file=sys.stdout)
+
+
+def _loop(run: Run, stop: StopFlag) -> int:
+    """Train until ``run.steps``, the time limit, a stop signal or divergence; returns the steps done."""
+    args, d = run.args, run.task.defaults
+    time_limit = d.get("time_limit") if args.time_limit is None else args.time_limit
+    bar = _progress_bar(run)
+    prof = prof_ctx = None
+    t_train = t_window = time.perf_counter()
+    n_window, rate, t_first, steps_planned = 0, 0.0, None, run.steps
+    step = run.start
+    profile_from = min(run.start + 1, run.steps - 1)    # skip the first (compiling) step unless it is the only one
+    while step < run.steps and not run.stop_signal:
         if args.profile and step == profile_from:
             from flfun.profiler import profile
             prof_ctx = profile(trace=True)
             prof = prof_ctx.__enter__()
-        x, y = task.batch(step, bs)
-        model, opt_state, loss = step_fn(model, opt_state, fnp.asarray(x), fnp.asarray(y))
-        loss = float(loss)
-        if not math.isfinite(loss):
-            raise FloatingPointError(f"training diverged at step {step + 1}: loss is {loss}; try a smaller --lr")
-        losses.append(loss)
-        if prof is not None and step == start + 10:
+        if not _one_step(run, step, stop):
+            break
+        if prof is not None and step == run.start + 10:
             prof_ctx.__exit__(None, None, None)
-            _write_profile(prof, out)
+            write_profile(prof, run.out)
             prof = None
         n_window += 1
         now = time.perf_counter()
         if t_first is None:
             t_first = t_mark = now             # the first step includes tracing and compiling
             n_mark = step + 1
-        elif time_limit and not parallel and (step + 1 - start) % _CALIBRATION_STEPS == 0:
+        elif time_limit and not run.parallel and (step + 1 - run.start) % _CALIBRATION_STEPS == 0:
             # re-estimate the speed over the recent steps and re-plan the schedule (by more than 10%, never
             # beyond --steps, not in the last fifth) so that the learning rate still decays within the budget
             fit = min(_steps_within(time_limit - (now - t_train), (step + 1 - n_mark) / (now - t_mark), step + 1),
                       steps_planned)
-            if abs(fit - steps) > 0.1 * steps and step + 1 < 0.8 * steps:
-                steps = fit
-                opt = make_optimizer(steps, lr, wd, d["warmup"])
-                step_fn = make_step(task.loss_fn, opt, use_jit)
+            if abs(fit - run.steps) > 0.1 * run.steps and step + 1 < 0.8 * run.steps:
+                run.steps = fit
+                opt = make_optimizer(run.steps, run.lr, run.wd, d["warmup"])
+                run.step_fn = make_step(run.task.loss_fn, opt, run.use_jit, args.skip_nonfinite)
                 if bar is not None:
-                    bar.total = steps
-            if (step + 1 - start) % (5 * _CALIBRATION_STEPS) == 0:
+                    bar.total = run.steps
+            if (step + 1 - run.start) % (5 * _CALIBRATION_STEPS) == 0:
                 t_mark, n_mark = now, step + 1
         if now - t_window >= 0.5:
             rate, t_window, n_window = n_window / (now - t_window), now, 0
         if bar is not None:
             bar.update(1)
-            post = {"loss": f"{loss:.4f}"}
-            if rate:
-                post["steps/s"] = f"{rate:.1f}"
+            last = run.losses[-1]
+            post = {"loss": "skipped" if last is None else f"{last:.4f}", **({"steps/s": f"{rate:.1f}"} if rate else {})}
             bar.set_postfix(post, refresh=False)
-        if args.checkpoint_dir and args.checkpoint_every and (step + 1) % args.checkpoint_every == 0 and main_rank:
-            _save(args, model, opt_state, step + 1, losses, task, steps)
         step += 1
-        if time_limit and now - t_train > time_limit and step < steps:
-            stopped_early = True
+        if args.checkpoint_dir and args.checkpoint_every and step % args.checkpoint_every == 0 and run.main_rank:
+            _save(args, run.model, run.opt_state, step, run.losses, run.task, run.steps)
+        if time_limit and now - t_train > time_limit and step < run.steps:
+            run.stopped_early = True
             break
-    steps_done = max(step, start)
     if prof is not None:
         prof_ctx.__exit__(None, None, None)
-        _write_profile(prof, out)
+        write_profile(prof, run.out)
     if bar is not None:
         bar.close()
-    train_time = time.perf_counter() - t_train
-    if args.checkpoint_dir and main_rank:
-        _save(args, model, opt_state, steps_done, losses, task, steps)
+    run.steps_planned, run.time_limit, run.train_time = steps_planned, time_limit, time.perf_counter() - t_train
+    return max(step, run.start)
 
-    t_eval = time.perf_counter()
-    metrics = task.evaluate(model)
-    eval_time = time.perf_counter() - t_eval
-    ran = steps_done - start
-    tail = losses[-max(len(losses) // 20, 1):]
-    result = {
-        "model": args.model, "steps": steps_done, "batch_size": bs, "lr": lr, "weight_decay": wd,
-        "seed": args.seed, "backend": args.backend, "jit": use_jit, "resumed_from": start if args.resume else None,
-        "stopped_early": stopped_early, "steps_planned": steps_planned, "time_limit_s": time_limit,
-        "params": count_params(model), "config": task.config,
-        "final_train_loss": float(np.mean(tail)) if tail else None,
-        **metrics,
-        "train_time_s": round(train_time, 3), "eval_time_s": round(eval_time, 3),
-        "wall_time_s": round(time.perf_counter() - t_start, 3),
-        "steps_per_s": round(ran / train_time, 3) if ran and train_time > 0 else None,
-    }
-    if main_rank:
-        with open(os.path.join(out, "metrics.json"), "w") as f:
-            json.dump(result, f, indent=2)
-    if losses and main_rank:
-        plot_losses(losses, os.path.join(out, "loss.png"), f"{args.model}: training loss")
+
+def train(args: argparse.Namespace) -> dict:
+    """Run one training job described by parsed ``args``; returns the metrics (also written to --out).
+
+    A SIGINT or SIGTERM ends training after the current step, and a non-finite loss ends it before its update;
+    either way the checkpoint (not of a diverged model), ``metrics.json`` and the plot are written, and the
+    metrics say why the run ended (``interrupted``, ``signal``, ``diverged``).
+    """
+    from flfun.nn import count_params
+    t_start = time.perf_counter()
+    run = _setup(args)
+    with StopFlag() as stop:
+        steps_done = _loop(run, stop)
+        if run.stop_signal:
+            run.signal = SIGNALS[run.stop_signal]
+        if args.checkpoint_dir and run.main_rank and not run.diverged:
+            _save(args, run.model, run.opt_state, steps_done, run.losses, run.task, run.steps)
+        t_eval = time.perf_counter()
+        metrics = {} if run.signal or run.diverged else run.task.evaluate(run.model)
+        eval_time = time.perf_counter() - t_eval
+        ran = steps_done - run.start
+        tail = [v for v in run.losses[-max(len(run.losses) // 20, 1):] if v is not None]
+        result = {
+            "model": args.model, "steps": steps_done, "batch_size": run.bs, "lr": run.lr, "weight_decay": run.wd,
+            "seed": args.seed, "backend": args.backend, "jit": run.use_jit,
+            "resumed_from": run.start if args.resume else None, "stopped_early": run.stopped_early,
+            "interrupted": run.signal is not None, "signal": run.signal, "diverged": run.diverged,
+            "skipped_nonfinite_steps": run.skipped, "steps_planned": run.steps_planned,
+            "time_limit_s": run.time_limit, "params": count_params(run.model), "config": run.task.config,
+            "final_train_loss": float(np.mean(tail)) if tail else None,
+            **metrics,
+            "train_time_s": round(run.train_time, 3), "eval_time_s": round(eval_time, 3),
+            "wall_time_s": round(time.perf_counter() - t_start, 3),
+            "steps_per_s": round(ran / run.train_time, 3) if ran and run.train_time > 0 else None,
+        }
+        if run.main_rank:
+            write_json(os.path.join(run.out, "metrics.json"), result)
+            if run.losses:
+                plot_losses(run.losses, os.path.join(run.out, "loss.png"), f"{args.model}: training loss")
+        if stop.signum and not run.signal:   # arrived while writing: the outputs are complete, say so anyway
+            run.signal = SIGNALS[stop.signum]
     return result
-
-
-def _write_profile(prof, out: str) -> None:
-    with open(os.path.join(out, "profile.txt"), "w") as f:
-        f.write(prof.table())
-    prof.export_chrome_trace(os.path.join(out, "trace.json"))
-    try:
-        from tqdm import tqdm
-        tqdm.write(prof.table(limit=15))
-    except ImportError:
-        print(prof.table(limit=15))
 
 
 def sample(args: argparse.Namespace) -> str:
@@ -439,12 +445,40 @@ def main(argv=None) -> int:
     if args.model == "sample":
         print(sample(args))
         return 0
-    result = train(args)
-    keys = [k for k in ("test_accuracy", "val_bits_per_char", "unigram_entropy_bits", "final_train_loss",
-                        "steps_per_s", "wall_time_s") if result.get(k) is not None]
-    print("  ".join(f"{k}={result[k]:.4g}" if isinstance(result[k], float) else f"{k}={result[k]}" for k in keys))
-    print(f"wrote {os.path.join(args.out or os.path.join('runs', args.model), 'metrics.json')} and loss.png")
-    return 0
+    from models.threads import size_blas_threads
+    size_blas_threads(args.blas_threads)
+    try:
+        result = train(args)
+    except OSError as e:     # e.g. the disk filled up or a folder vanished while writing the outputs
+        raise SystemExit(f"error: {e}") from None
+    from flfun.devices import process_index
+    if process_index() != 0:
+        return _status(result)
+    out = args.out or os.path.join("runs", args.model)
+    wrote = f"wrote {os.path.join(out, 'metrics.json')}" + (" and loss.png" if result["steps"] else "")
+    if args.checkpoint_dir and not result["diverged"]:
+        wrote += f" and {os.path.join(args.checkpoint_dir, CKPT_NAME)}"
+    if result["diverged"]:
+        d = result["diverged"]
+        print(f"error: training diverged at step {d['step']}: loss is {d['loss']}; try a smaller --lr or "
+              f"--skip-nonfinite; {wrote} (no checkpoint of the diverged model)", file=sys.stderr)
+    elif result["signal"]:
+        print(f"interrupted by {result['signal']} after step {result['steps']} of {result['steps_planned']}; "
+              f"{wrote}", file=sys.stderr)
+    else:
+        keys = [k for k in ("test_accuracy", "val_bits_per_char", "unigram_entropy_bits", "final_train_loss",
+                            "skipped_nonfinite_steps", "steps_per_s", "wall_time_s") if result.get(k)]
+        print("  ".join(f"{k}={result[k]:.4g}" if isinstance(result[k], float) else f"{k}={result[k]}"
+                        for k in keys))
+        print(wrote)
+    return _status(result)
+
+
+def _status(result: dict) -> int:
+    """The exit status: 0, 1 for a diverged run, 128 + signal number for an interrupted one (130, 143)."""
+    if result["signal"]:
+        return 128 + {v: k for k, v in SIGNALS.items()}[result["signal"]]
+    return 1 if result["diverged"] else 0
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import operator
 
 import numpy as np
 import pytest
+from peers import require
 from hypothesis import given, strategies as st
 
 import flfun as fl
@@ -149,7 +150,7 @@ def test_dlpack_broadcast_views_and_copy_semantics():
 
 
 def test_dlpack_torch():
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     a = fnp.arange(6.0).reshape(2, 3)
     t = torch.from_dlpack(a)
     assert tuple(t.shape) == (2, 3) and t.dtype == torch.float32
@@ -224,8 +225,8 @@ def test_metadata_and_iteration():
 
 
 # ---------------------------------------------------------------------------------------------- jaxtyping
-jaxtyping = pytest.importorskip("jaxtyping")
-beartype = pytest.importorskip("beartype")
+jaxtyping = require("jaxtyping")
+beartype = require("beartype")
 from jaxtyping import Float, Int, TypeCheckError, jaxtyped  # noqa: E402
 from beartype import beartype as _beartype  # noqa: E402
 

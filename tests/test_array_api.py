@@ -15,13 +15,14 @@ import math
 
 import numpy as np
 import pytest
+from peers import require
 from hypothesis import given, note as _note, strategies as st
 from hypothesis.control import currently_in_test_context
 
 import flfun.numpy as fnp
 from flfun.testing import arrays, broadcastable_shapes, shapes, valid_axes
 
-xp = pytest.importorskip("array_api_strict")
+xp = require("array_api_strict")
 xp.set_array_api_strict_flags(api_version="2024.12")
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"]

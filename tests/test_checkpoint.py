@@ -183,3 +183,58 @@ def test_mismatch_errors_name_the_key(tmp_path):
         ck.save(tmp_path / "d.safetensors", {"x": "hello"})
     with pytest.raises(ValueError, match="metadata must be a dict of str to str"):
         ck.save(tmp_path / "d.safetensors", tree, {"step": 3})
+
+
+@pytest.mark.parametrize("tree", [{"__metadata__": np.ones(2)}, {"w": np.ones(2), "__metadata__": np.ones(1)}])
+def test_reserved_leaf_name_is_rejected_at_save(tmp_path, tree):
+    with pytest.raises(ck.CheckpointError, match="save: leaf name '__metadata__' is reserved"):
+        ck.save(tmp_path / "c.safetensors", tree)
+    assert os.listdir(tmp_path) == []
+    nested = {"__metadata__": {"w": np.ones(2)}}     # a prefix only: the leaf is '__metadata__.w', which is fine
+    assert_tree_equal(ck.load(ck.save(tmp_path / "n.safetensors", nested), like=nested), nested)
+
+
+@pytest.mark.parametrize("key", ["sha256", "format", "flfun.names"])
+def test_reserved_metadata_key_is_rejected_at_save(tmp_path, key):
+    with pytest.raises(ValueError, match=f"save: metadata key '{key}' is reserved"):
+        ck.save(tmp_path / "c.safetensors", {"w": np.ones(2)}, {key: "x"})
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_orphaned_temp_files_of_killed_saves_are_removed_at_the_next_save(tmp_path):
+    import socket
+    host = socket.gethostname()
+    path = tmp_path / "c.safetensors"
+    ck.save(path, {"w": np.ones(3, np.float32)})
+    dead = tmp_path / f".tmp-{host}-{_dead_pid()}-abc123.safetensors"      # what SIGKILL mid-save leaves
+    live = tmp_path / f".tmp-{host}-{os.getpid()}-def456.safetensors"      # a save in progress: kept
+    other_host = tmp_path / ".tmp-elsewhere.example-1-ghi789.safetensors"  # shared folder, other machine: kept
+    unrelated = tmp_path / ".tmp-notes.txt"
+    for f in (dead, live, other_host, unrelated):
+        write_bytes(f, b"partial")
+    ck.save(path, {"w": np.zeros(3, np.float32)})
+    assert sorted(os.listdir(tmp_path)) == sorted(["c.safetensors", live.name, other_host.name, unrelated.name])
+    np.testing.assert_array_equal(np.asarray(ck.load(path)["w"]), np.zeros(3))
+
+
+def test_a_save_killed_midway_leaves_a_temp_file_that_the_next_save_removes(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    code = ("import os, signal, numpy as np\n"
+            "from flfun import checkpoint as ck\n"
+            "real = os.replace\n"
+            "os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"   # die between write and rename
+            f"ck.save({str(tmp_path / 'c.safetensors')!r}, {{'w': np.ones(1000, np.float32)}})\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=os.getcwd(), timeout=60)
+    assert p.returncode == -signal.SIGKILL
+    assert [f for f in os.listdir(tmp_path) if f.startswith(".tmp-")]
+    ck.save(tmp_path / "c.safetensors", {"w": np.zeros(2, np.float32)})
+    assert os.listdir(tmp_path) == ["c.safetensors"]

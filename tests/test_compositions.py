@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from peers import require
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +13,7 @@ import flfun as fl
 from flfun import numpy as fnp
 from flfun.testing import arrays
 
-jax = pytest.importorskip("jax")
+jax = require("jax")
 jnp = jax.numpy
 
 RTOL = 1e-9   # JAX references run under jax.jit: one XLA compile per program beats eager per-op dispatch

@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 import pytest
+from peers import require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from fake_cuda import (FakeGraphAPI, FakeCublas, HostArray, HostElementwiseKernel,
@@ -408,7 +409,7 @@ def test_gemm_precision_modes(on_gpu, dev, tf32):
 @gpu
 def test_dlpack_exchange(on_gpu, dev):
     x = _on(dev, np.arange(6, dtype=np.float32).reshape(2, 3))
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     t = torch.from_dlpack(x)
     assert t.is_cuda and t.sum().item() == 15
     back = fnp.from_dlpack(t * 2, device=dev)
@@ -420,7 +421,7 @@ def test_dlpack_exchange(on_gpu, dev):
 
 @gpu
 def test_dlpack_exchange_with_jax(on_gpu, dev):
-    jax = pytest.importorskip("jax")
+    jax = require("jax")
     x = _on(dev, np.arange(6, dtype=np.float32))
     assert float(jax.dlpack.from_dlpack(x).sum()) == 15
     _same(fnp.from_dlpack(jax.numpy.arange(3.0), device=dev), [0, 1, 2])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from peers import require
 from hypothesis import assume, given, strategies as st
 
 import flfun as fl
@@ -86,7 +87,7 @@ def test_asarray_nested_arrays_and_transforms():
 
 
 def test_asarray_dlpack_object():
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     t = torch.arange(4, dtype=torch.float64)
     out = fnp.asarray(t)
     same(out, np.arange(4.0))

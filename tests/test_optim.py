@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 import pytest
+from peers import require
 
 import flfun
 import flfun.numpy as fnp
@@ -77,7 +78,7 @@ def test_adamw_in_float64_keeps_float64_precision():
 
 
 def test_against_torch_when_installed():
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     rng = np.random.default_rng(1)
     p0 = rng.standard_normal((5,)).astype(np.float32)
     grads = [rng.standard_normal((5,)).astype(np.float32) for _ in range(5)]

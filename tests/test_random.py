@@ -1,6 +1,7 @@
 """flfun.random: threefry known answers, JAX-compatible streams, independence, distributions, transforms."""
 import numpy as np
 import pytest
+from peers import require
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -76,7 +77,7 @@ def test_uniform_normal_randint_known_values():
 
 
 def test_matches_jax_when_installed():
-    jax = pytest.importorskip("jax")
+    jax = require("jax")
     if not jax.config.jax_threefry_partitionable:
         pytest.skip("this jax uses the non-partitionable threefry layout")
     for seed in (0, 1, 12345):

@@ -6,13 +6,15 @@ import re
 
 import numpy as np
 import pytest
-from scipy import stats
+from peers import require
 
 import flfun
 import flfun.numpy as fnp
 from flfun import checkpoint, nn, optim, testing
 from flfun import random as fr
 from flfun.nn import initializers as init
+
+stats = require("scipy.stats")
 
 K = fr.key(0)
 
@@ -322,7 +324,7 @@ def test_standardize_with_given_statistics(axis, mean, variance):
 
 
 def test_layers_without_affine_or_bias_match_torch():
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 5)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(nn.LayerNorm(5, elementwise_affine=False)(fnp.asarray(x))),

@@ -129,9 +129,15 @@ def test_resume_with_another_seed_is_an_error(tmp_path):
         train.main(["mlp", *TINY, "--checkpoint-dir", ckd, "--resume", "--out", str(tmp_path)])
 
 
-def test_divergence_is_reported(tmp_path):
-    with pytest.raises(FloatingPointError, match="training diverged at step .*try a smaller --lr"):
-        train.main(["mlp", *TINY, "--steps", "8", "--lr", "1e30", "--out", str(tmp_path)])
+def test_divergence_is_reported(tmp_path, capsys):
+    ckd = str(tmp_path / "ck")
+    assert train.main(["mlp", *TINY, "--steps", "8", "--lr", "1e30", "--out", str(tmp_path),
+                       "--checkpoint-dir", ckd]) == 1
+    err = capsys.readouterr().err
+    assert "error: training diverged at step" in err and "try a smaller --lr" in err
+    m = read_json(tmp_path / "metrics.json")
+    assert m["diverged"]["step"] == m["steps"] + 1 and m["diverged"]["loss"] in ("nan", "inf")
+    assert not m["interrupted"] and (tmp_path / "loss.png").exists() and not os.path.exists(ckd)
 
 
 @pytest.mark.parametrize("steps", ["3", "1"])

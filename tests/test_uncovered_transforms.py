@@ -6,13 +6,14 @@ import functools
 
 import numpy as np
 import pytest
+from peers import require
 
 from cpu_devices import cpu_devices
 import flfun as fl
 import flfun.numpy as fnp
 from flfun.transforms.jit import JitFunction
 
-jax = pytest.importorskip("jax")
+jax = require("jax")
 jnp = jax.numpy
 
 

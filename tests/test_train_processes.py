@@ -1,0 +1,109 @@
+"""The training command with several processes on one machine: each sizes its BLAS pool to its share of the
+cores, and only rank 0 writes outputs and messages."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from models import threads
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for var in (threads.ENV, *threads._POOL_VARS, *threads._LOCAL_SIZE):
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+def test_blas_threads_is_the_core_share_unless_asked(clean_env):
+    cores = len(os.sched_getaffinity(0))
+    assert threads.local_processes() == 1 and threads.blas_threads() == cores
+    clean_env.setenv("MPI_LOCALNRANKS", "2")
+    assert threads.local_processes() == 2 and threads.blas_threads() == max(cores // 2, 1)
+    clean_env.setenv("MPI_LOCALNRANKS", str(4 * cores))
+    assert threads.blas_threads() == 1
+    assert threads.blas_threads(3) == 3
+    clean_env.setenv(threads.ENV, "5")
+    assert threads.blas_threads() == 5 and threads.blas_threads(2) == 2
+    clean_env.setenv(threads.ENV, "many")
+    with pytest.raises(ValueError, match="FLFUN_BLAS_THREADS must be a positive integer, got 'many'"):
+        threads.blas_threads()
+    with pytest.raises(ValueError, match="expected a positive number of threads, got 0"):
+        threads.blas_threads(0)
+
+
+def test_size_blas_threads_limits_the_loaded_pool(clean_env):
+    from threadpoolctl import threadpool_info
+    assert threads.size_blas_threads() is None                     # one process: numpy's default stays
+    clean_env.setenv("OMP_NUM_THREADS", "1")
+    clean_env.setenv("MPI_LOCALNRANKS", "2")
+    assert threads.size_blas_threads() is None                     # the user's own setting wins
+    clean_env.delenv("OMP_NUM_THREADS")
+    before = threadpool_info()
+    try:
+        assert threads.size_blas_threads(1) == 1 and os.environ["OPENBLAS_NUM_THREADS"] == "1"
+        assert all(p["num_threads"] == 1 for p in threadpool_info() if p["user_api"] == "blas")
+    finally:
+        threads._limits.restore_original_limits()
+    assert [p["num_threads"] for p in threadpool_info()] == [p["num_threads"] for p in before]
+
+
+MPIEXEC = shutil.which("mpiexec") or os.path.join(os.path.dirname(sys.executable), "mpiexec")
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="needs mpiexec (pip install 'flfun[distributed]')")
+def test_under_mpiexec_only_rank_0_writes(tmp_path):
+    out, ckd = tmp_path / "out", tmp_path / "ck"
+    env = {k: v for k, v in os.environ.items() if k not in (threads.ENV, *threads._POOL_VARS)}
+    p = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "models.train", "mlp", "--steps", "3",
+                        "--batch-size", "16", "--no-progress", "--out", str(out), "--checkpoint-dir", str(ckd)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=180, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("wrote ") == 1 and p.stderr.count("data parallel: 2 devices") == 1, (p.stdout, p.stderr)
+    assert sorted(os.listdir(out)) == ["loss.png", "metrics.json"]
+    assert sorted(os.listdir(ckd)) == ["checkpoint.safetensors", "losses.json"]
+
+
+def _ranks(marker: str) -> list[int]:
+    """Process ids of the python ranks whose command line holds ``marker`` (not mpiexec itself)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if marker in argv and "models.train" in argv and "mpiexec" not in os.path.basename(argv[0]):
+            pids.append(int(pid))
+    return pids
+
+
+@pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="needs mpiexec (pip install 'flfun[distributed]')")
+def test_under_mpiexec_a_signal_to_one_rank_stops_all_after_the_same_step(tmp_path):
+    import json
+    import signal
+    import time
+    out, ckd = tmp_path / "out", tmp_path / "ck"
+    p = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, "-m", "models.train", "mlp", "--steps", "1000000",
+                          "--batch-size", "16", "--no-progress", "--out", str(out), "--checkpoint-dir", str(ckd),
+                          "--checkpoint-every", "5"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    deadline = time.monotonic() + 120
+    while not (ckd / "losses.json").exists():
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.05)
+    ranks = _ranks(str(out))
+    assert len(ranks) == 2
+    os.kill(max(ranks), signal.SIGTERM)         # one rank only: the other learns it inside the next step
+    stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == 143, stderr
+    assert stderr.count("interrupted by SIGTERM after step") == 1 and "Traceback" not in stderr, stderr
+    with open(out / "metrics.json") as f:
+        m = json.load(f)
+    assert m["interrupted"] and m["signal"] == "SIGTERM" and m["steps"] >= 5
+    from flfun.checkpoint import load_metadata
+    assert load_metadata(ckd / "checkpoint.safetensors")["step"] == str(m["steps"])
