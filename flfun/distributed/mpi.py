@@ -23,7 +23,8 @@ from flfun.distributed.communicator import (CollectiveError, CollectiveMismatchE
 
 _ABORT_TAG, _LEAVE_TAG = 77, 78
 _DESCR = 256           # bytes of a collective's descriptor: an 8-byte digest, then its text
-_SPIN_S = 1e-3         # a wait spins (yielding the core) this long, then sleeps in doubling steps up to _NAP_S
+_SPIN_S = 1e-3         # a wait spins (yielding the core) this long, plus _SPIN_PER_BYTE per byte it moves (MPI
+_SPIN_PER_BYTE = 1e-9  # moves data only while polled), then sleeps in doubling steps up to _NAP_S between polls
 _NAP_S = 1e-3
 _GRACE_S = 0.5         # how long a rank still waits for a collective after a peer announced it exited
 _NATIVE = frozenset("f4 f8 i4 i8 u4 u8".split())       # dtypes MPI reduces natively (others: gather + reduce)
@@ -80,16 +81,16 @@ class MPICommunicator(Communicator):
         if self._reason is not None:
             raise self._aborted(f"rank {self.rank}", what)
 
-    def _wait(self, reqs, what: str, out=None):
-        """Wait for the requests ``reqs`` (polling for aborts, exited peers and the timeout); returns ``out``.
-        Short waits spin (yielding the core to any other thread that wants it); longer ones sleep between polls,
-        so a rank waiting for a slower peer does not take a core from it."""
+    def _wait(self, reqs, what: str, out=None, nbytes: int = 0):
+        """Wait for the requests ``reqs`` moving ``nbytes`` (polling for aborts, exited peers and the timeout);
+        returns ``out``. Short waits spin (yielding the core to any other thread that wants it); longer ones sleep
+        between polls, so a rank waiting for a slower peer does not take a core from it."""
         Testall, t0 = self.MPI.Request.Testall, time.monotonic()
         self._check_abort(what)
-        nap, check_at = 0.0, t0 + 0.02
+        nap, check_at, spin = 0.0, t0 + 0.02, _SPIN_S + _SPIN_PER_BYTE * nbytes
         while not Testall(reqs):
             now = time.monotonic()
-            if now - t0 < _SPIN_S:
+            if now - t0 < spin:
                 os.sched_yield()
             else:
                 nap = min(_NAP_S, max(2e-5, 2 * nap))
@@ -144,7 +145,7 @@ class MPICommunicator(Communicator):
         if x.dtype.str[1:] not in _NATIVE:
             return reduce_list(list(self._allgather(x, what)), op, out)
         res = np.empty(x.shape, x.dtype) if out is None or not out.flags.c_contiguous else out
-        self._wait([self.comm.Iallreduce(x, res, op=getattr(self.MPI, op.upper()))], what)
+        self._wait([self.comm.Iallreduce(x, res, op=getattr(self.MPI, op.upper()))], what, nbytes=x.nbytes)
         return res if out is None or res is out else _copy_into(out, res)
 
     def allgather(self, rank, x, what="allgather"):
@@ -155,7 +156,7 @@ class MPICommunicator(Communicator):
     def _allgather(self, x, what):
         x = np.ascontiguousarray(x)
         out = np.empty((self.size,) + x.shape, x.dtype)
-        return self._wait([self.comm.Iallgather(_bytes(x), _bytes(out))], what, out)
+        return self._wait([self.comm.Iallgather(_bytes(x), _bytes(out))], what, out, out.nbytes)
 
     def reduce_scatter(self, rank, x, op="sum", what="reduce_scatter"):
         x = np.ascontiguousarray(x)
@@ -163,13 +164,14 @@ class MPICommunicator(Communicator):
         if x.dtype.str[1:] not in _NATIVE:
             return super().reduce_scatter(rank, x, op, what)
         out = np.empty(x.shape[1:], x.dtype)
-        return self._wait([self.comm.Ireduce_scatter_block(x, out, op=getattr(self.MPI, op.upper()))], what, out)
+        return self._wait([self.comm.Ireduce_scatter_block(x, out, op=getattr(self.MPI, op.upper()))], what, out,
+                          x.nbytes)
 
     def alltoall(self, rank, x, what="alltoall"):
         x = np.ascontiguousarray(x)
         self._agree(what, x)
         out = np.empty_like(x)
-        return self._wait([self.comm.Ialltoall(_bytes(x), _bytes(out))], what, out)
+        return self._wait([self.comm.Ialltoall(_bytes(x), _bytes(out))], what, out, x.nbytes)
 
     def permute(self, rank, x, perm, what="permute"):
         x = np.ascontiguousarray(x)
@@ -177,7 +179,7 @@ class MPICommunicator(Communicator):
         out = np.zeros_like(x)
         reqs = [self.comm.Isend(_bytes(x), dest=d, tag=11) for s, d in perm if s == self.rank]
         reqs += [self.comm.Irecv(_bytes(out), source=s, tag=11) for s, d in perm if d == self.rank]
-        return self._wait(reqs, what, out)
+        return self._wait(reqs, what, out, x.nbytes)
 
 
 _KINDS = {"f": "f", "i": "s", "u": "u", "c": "c"}
