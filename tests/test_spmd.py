@@ -2,6 +2,8 @@
 process: a size-0 pmap axis is a clear error, and thread counts are validated and defaulted as documented."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -60,3 +62,21 @@ def test_bad_flfun_cpu_threads_is_a_clear_error(monkeypatch, bad):
                                     (np.zeros((2, 0), np.complex128), "c128[2,0]")])
 def test_collective_descriptors_print_dtype_and_shape(x, text):
     assert _spec(x) == text
+
+
+def test_blas_threads_are_set_without_threadpoolctl(monkeypatch):
+    """The fallback drives numpy's OpenBLAS through its C API (what a fresh install without threadpoolctl uses)."""
+    with open("/proc/self/maps") as f:
+        if "openblas" not in f.read().lower():
+            pytest.skip("numpy's BLAS is not OpenBLAS")
+    monkeypatch.setitem(sys.modules, "threadpoolctl", None)
+    threads.blas_libraries.cache_clear()
+    try:
+        libs = threads.blas_libraries()
+        assert libs and all(type(lib).__name__ == "_OpenBLAS" for lib in libs)
+        before = [lib.num_threads for lib in libs]
+        with threads.blas_threads(1):
+            assert [lib.num_threads for lib in libs] == [1] * len(libs)
+        assert [lib.num_threads for lib in libs] == before
+    finally:
+        threads.blas_libraries.cache_clear()

@@ -22,7 +22,7 @@ from flfun.distributed.communicator import (CollectiveError, CollectiveMismatchE
                                             reduce_list, resolve_timeout)
 
 _ABORT_TAG, _LEAVE_TAG = 77, 78
-_DESCR = 256           # bytes of a collective's descriptor: an 8-byte digest, then its text
+_DESCR, _SEP = 256, "\x1f"   # a collective's descriptor: 256 bytes, an 8-byte digest, then its text
 _SPIN_S = 1e-3         # a wait spins (yielding the core) this long, plus _SPIN_PER_BYTE per byte it moves (MPI
 _SPIN_PER_BYTE = 1e-9  # moves data only while polled), then sleeps in doubling steps up to _NAP_S between polls
 _NAP_S = 1e-3
@@ -104,8 +104,8 @@ class MPICommunicator(Communicator):
         return out
 
     def _agree(self, what: str, x, op=None) -> None:
-        """Every rank's ``(what, op, dtype, shape)`` must be the same: else every rank raises, naming them all."""
-        text = f"{what}|{op or ''}|{_spec(x)}".encode()
+        """Every rank's ``(what, dtype and shape, op)`` must be the same: else every rank raises, naming them all."""
+        text = _SEP.join([what, _spec(x), "" if op is None else str(op)]).encode()
         mine = np.zeros(_DESCR, np.uint8)
         mine[:8] = np.frombuffer(hashlib.blake2b(text, digest_size=8).digest(), np.uint8)
         mine[8:8 + min(len(text), _DESCR - 8)] = np.frombuffer(text[:_DESCR - 8], np.uint8)
@@ -113,9 +113,9 @@ class MPICommunicator(Communicator):
         self._wait([self.comm.Iallgather(mine, every)], what)
         if (every == mine).all():
             return
-        calls = [bytes(d[8:]).rstrip(b"\0").decode(errors="replace").split("|") for d in every]
-        same_call = len({tuple(c[:2]) for c in calls}) == 1
-        parts = [f"rank {r} {c[2]}" if same_call else f"rank {r} {c[0]}{f' ({c[1]})' if c[1] else ''} of {c[2]}"
+        calls = [(bytes(d[8:]).rstrip(b"\0").decode(errors="replace").split(_SEP) + ["", ""])[:3] for d in every]
+        same_call = len({(c[0], c[2]) for c in calls}) == 1
+        parts = [f"rank {r} {c[1]}" if same_call else f"rank {r} {c[0]}{f' ({c[2]})' if c[2] else ''} of {c[1]}"
                  for r, c in enumerate(calls)]
         raise CollectiveMismatchError(f"{what}: ranks disagree on the {'operand' if same_call else 'collective'}: "
                                       + ", ".join(parts))

@@ -10,18 +10,57 @@ from contextlib import contextmanager
 
 
 @functools.cache
-def _blas() -> list:
+def blas_libraries() -> list:
+    """The BLAS libraries loaded in this process, each with ``num_threads`` and ``set_num_threads(n)``:
+    threadpoolctl's controllers, or without threadpoolctl the OpenBLAS builds found in the process's memory map."""
     try:
         from threadpoolctl import ThreadpoolController
         return [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
-    except Exception:      # threadpoolctl missing or unable to inspect: leave BLAS alone
+    except ImportError:
+        pass
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({line.split()[-1] for line in f if "openblas" in line.rsplit("/", 1)[-1].lower()})
+        return [lib for lib in map(_OpenBLAS.load, paths) if lib is not None]
+    except OSError:          # no /proc (not Linux): leave BLAS alone
         return []
+
+
+class _OpenBLAS:
+    """An OpenBLAS shared library's thread count through its C API (the prefix differs between builds)."""
+    PREFIXES = ("scipy_openblas", "openblas")
+    SUFFIXES = ("64_", "")
+
+    def __init__(self, get, set_):
+        self._get, self._set = get, set_
+
+    @classmethod
+    def load(cls, path: str):
+        import ctypes
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            return None
+        for p in cls.PREFIXES:
+            for s in cls.SUFFIXES:
+                get, set_ = (getattr(lib, f"{p}_{k}_num_threads{s}", None) for k in ("get", "set"))
+                if get is not None and set_ is not None:
+                    get.restype, set_.argtypes = ctypes.c_int, [ctypes.c_int]
+                    return cls(get, set_)
+        return None
+
+    @property
+    def num_threads(self) -> int:
+        return int(self._get())
+
+    def set_num_threads(self, n: int) -> None:
+        self._set(int(n))
 
 
 @contextmanager
 def blas_threads(n: int):
     """Limit BLAS to ``n`` threads inside the block (restored after)."""
-    saved = [(lib, lib.num_threads) for lib in _blas()]
+    saved = [(lib, lib.num_threads) for lib in blas_libraries()]
     for lib, k in saved:
         lib.set_num_threads(min(k, n))
     try:
@@ -48,7 +87,7 @@ def set_cpu_threads(n: int) -> None:
     if type(n) is not int or n < 1:
         raise ValueError(f"set_cpu_threads: n must be a positive int, got {n!r}")
     count = n
-    for lib in _blas():
+    for lib in blas_libraries():
         lib.set_num_threads(n)
 
 
@@ -65,4 +104,4 @@ def default_cpu_threads(ranks_on_host: int) -> int | None:
     return max(1, CORES // ranks_on_host)
 
 
-__all__ = ["CORES", "count", "set_cpu_threads", "default_cpu_threads", "blas_threads"]
+__all__ = ["CORES", "count", "set_cpu_threads", "default_cpu_threads", "blas_threads", "blas_libraries"]
