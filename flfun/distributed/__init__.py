@@ -84,9 +84,9 @@ def initialize(abort_on_error: bool = True, cpu_threads: int | None = None) -> N
     devices = [d for p, descr in enumerate(layout) for d in (local if p == comm.rank else [
         Device(plat, i, backend, None, process_index=p) for plat, i, backend in descr])]
     _world = SimpleNamespace(comm=comm, devices=devices, all_comm=None)
-    threads = default_cpu_threads(len(comm.local_peers) + 1) if cpu_threads is None else cpu_threads
-    if threads is not None:
-        set_cpu_threads(threads)
+    n = default_cpu_threads(len(comm.local_peers) + 1) if cpu_threads is None else cpu_threads
+    if n is not None:
+        set_cpu_threads(n)
     install_exit_hooks(comm, abort_on_error)
 
 

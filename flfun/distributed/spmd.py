@@ -5,7 +5,7 @@ share all coordinates but one (the members of one named axis). ``run_spmd`` runs
 in parallel threads, with the calling thread taking the first; each task sees its device's collective context
 (``current_context``), which is how collective impls find their communicator and member index. When a task
 raises, every communicator of the mesh is aborted, so the others stop waiting and the first real error is raised.
-While several CPU devices run at once, BLAS gets ``cores // devices`` threads (threadpoolctl, when installed), so
+While several CPU devices run at once, BLAS gets ``cores // devices`` threads, so
 concurrent matrix products do not fight over the cores; the cores are this process's share
 (``flfun.distributed.threads``).
 """

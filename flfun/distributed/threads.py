@@ -1,4 +1,4 @@
-"""How many CPU threads this process uses: BLAS gets them (through threadpoolctl, when installed) and pmap's CPU
+"""How many CPU threads this process uses: BLAS gets them (threadpoolctl, or OpenBLAS's own API) and pmap's CPU
 devices split them. ``flfun.distributed.initialize`` gives each rank its share of its host's cores, so ranks on
 one machine do not fight over the cores.
 """
@@ -15,14 +15,15 @@ def blas_libraries() -> list:
     threadpoolctl's controllers, or without threadpoolctl the OpenBLAS builds found in the process's memory map."""
     try:
         from threadpoolctl import ThreadpoolController
-        return [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
     except ImportError:
-        pass
+        ThreadpoolController = None
     try:
+        if ThreadpoolController is not None:
+            return [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
         with open("/proc/self/maps") as f:
             paths = sorted({line.split()[-1] for line in f if "openblas" in line.rsplit("/", 1)[-1].lower()})
         return [lib for lib in map(_OpenBLAS.load, paths) if lib is not None]
-    except OSError:          # no /proc (not Linux): leave BLAS alone
+    except Exception:        # threadpoolctl cannot inspect, or no /proc (not Linux): leave BLAS alone
         return []
 
 
