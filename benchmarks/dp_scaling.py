@@ -2,7 +2,9 @@
 
 Every process runs the W3 step on its own batch of 256 (the same W3 batch on every rank, so the averaged gradient
 equals the single-process gradient and the W3 check values hold), with one BLAS thread per process; gradients
-are averaged with ``pmean`` (MPI allreduce). Weak-scaling efficiency = step time on 1 process / step time on 2.
+are averaged with ``pmean`` (MPI allreduce). No thread variable is set: under mpiexec, ``initialize()`` gives
+each rank its share of the cores, and 2 devices in one process split them; the 1-process baseline limits BLAS
+to one thread itself (threadpoolctl), the same per-process work. Weak-scaling efficiency = step time on 1 process / step time on 2.
 Also: the same on 2 in-process CPU devices (threads), the time spent in collectives (psum impls, and a bare
 allreduce of the gradient bytes), and Adam's optimizer-state bytes per device with and without ZeRO-1.
 
@@ -121,6 +123,9 @@ def worker() -> dict:
         from mpi4py import MPI
         comm = MPI.COMM_WORLD
     rank, procs, local = process_index(), process_count(), local_device_count()
+    if procs == 1 and local == 1:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(1, "blas")
     clock = _Clock()
     pn, xn, yn = data()
     params = [(fnp.asarray(w), fnp.asarray(b)) for w, b in pn]
@@ -208,9 +213,12 @@ CONFIGS = {
 }
 
 
+_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "FLFUN_CPU_THREADS")
+
+
 def _run_config(name: str) -> dict | None:
     pre, env = CONFIGS[name]
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": ROOT, **env}
+    env = {**{k: v for k, v in os.environ.items() if k not in _THREAD_VARS}, "PYTHONPATH": ROOT, **env}
     cmd = pre + [sys.executable, "-m", "benchmarks.dp_scaling", "--worker"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     for line in proc.stdout.splitlines():
@@ -228,6 +236,11 @@ def _busy_cores(seconds: float = 2.0) -> float:
     return (b1 - b0) / os.sysconf("SC_CLK_TCK") / seconds
 
 
+def _loadavg() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 QUIET = 0.3       # cores of other processes' CPU above which a round is measured again
 
 
@@ -239,9 +252,11 @@ def main(rounds: int, budget: float) -> tuple[str, list]:
     while sum(r["quiet"] for r in log) < rounds and time.time() - t0 < budget:
         while _busy_cores() > QUIET and time.time() - t0 < budget:     # wait for a quieter machine
             time.sleep(5)
+        load0 = _loadavg()
         got = {name: _run_config(name) for name in CONFIGS}
         busy = max((r["dp"]["other_load"] for r in got.values() if r), default=0.0)
-        log.append({"results": got, "other_load": busy, "quiet": busy <= QUIET and all(got.values())})
+        log.append({"results": got, "other_load": busy, "quiet": busy <= QUIET and all(got.values()),
+                    "loadavg": [load0, _loadavg()]})
         print(f"round {len(log)}: other processes used up to {busy:.2f} cores", file=sys.stderr)
     return report(log), log
 
@@ -272,7 +287,8 @@ def report(log: list) -> str:
                   "Per round (other load in cores: step medians 1 process / 2 processes / 2 threads):"]
     for k, r in enumerate(log, 1):
         ts = [r["results"][n]["dp"]["median"] if r["results"].get(n) else float("nan") for n in CONFIGS]
-        lines.append(f"- round {k} ({r['other_load']:.2f}{', quiet' if r['quiet'] else ''}): "
+        la = f"; /proc/loadavg {r['loadavg'][0]} before, {r['loadavg'][1]} after" if "loadavg" in r else ""
+        lines.append(f"- round {k} ({r['other_load']:.2f}{', quiet' if r['quiet'] else ''}{la}): "
                      f"{' / '.join(fmt_time(t) for t in ts)}; efficiency {ts[0] / ts[1]:.2f} (MPI), "
                      f"{ts[0] / ts[2]:.2f} (threads)")
     if results["1 process"] and "jit" in results["1 process"][0]:

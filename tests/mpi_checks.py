@@ -1,6 +1,6 @@
 """Run under ``mpiexec -n P python tests/mpi_checks.py`` (tests/test_distributed.py does): collectives and pmap
 across processes against vmap on the whole array, gradients, a short data-parallel training run against
-single-process training, and ZeRO-1 against plain data parallelism. Prints ``MPI_CHECKS_OK <rank>`` at the end."""
+single-process training, ZeRO-1 against plain data parallelism, and each rank's CPU thread share. Prints ``MPI_CHECKS_OK <rank>`` at the end."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +8,7 @@ import numpy as np
 import flfun as fl
 import flfun.distributed as dist
 import flfun.numpy as fnp
+from flfun.distributed import threads
 from flfun.devices import devices, local_device_count, process_count, process_index
 from flfun.lax import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, psum,
                        psum_scatter)
@@ -78,6 +79,10 @@ def main() -> None:
     rank, procs, local = process_index(), process_count(), local_device_count()
     assert len(devices()) == procs * local and procs > 1, (devices(), procs)
     assert [d.process_index for d in devices()] == sorted(p for p in range(procs) for _ in range(local))
+    want = threads.default_cpu_threads(procs)         # the tests start every rank on this host
+    assert threads.count == (threads.CORES if want is None else want), (threads.count, want)
+    blas = [lib.num_threads for lib in threads.blas_libraries()]      # [] without threadpoolctl
+    assert want is None or all(k == want for k in blas), (blas, want)
     check_collectives(rank, procs * local, local)
     if local == 1:
         check_training(rank)

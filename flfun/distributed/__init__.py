@@ -8,13 +8,12 @@ one small interface; a member that waits longer than ``get_timeout()`` seconds r
 from __future__ import annotations
 
 import os
-import sys
-import time
 from types import SimpleNamespace
 
-from flfun.distributed.communicator import (CollectiveAbortedError, CollectiveError, CollectiveTimeoutError,
-                                            Communicator, ThreadCommunicator)
-from flfun.distributed.mpi import HierarchicalCommunicator, MPICommunicator
+from flfun.distributed.communicator import (CollectiveAbortedError, CollectiveError, CollectiveMismatchError,
+                                            CollectiveTimeoutError, Communicator, ThreadCommunicator)
+from flfun.distributed.mpi import HierarchicalCommunicator, MPICommunicator, install_exit_hooks
+from flfun.distributed.threads import default_cpu_threads, set_cpu_threads
 
 _timeout = float(os.environ.get("FLFUN_COLLECTIVE_TIMEOUT", "300"))
 
@@ -46,13 +45,16 @@ def is_initialized() -> bool:
     return _world is not None
 
 
-def initialize(abort_on_error: bool = True) -> None:
+def initialize(abort_on_error: bool = True, cpu_threads: int | None = None) -> None:
     """Join the processes started by ``mpiexec``: afterwards ``flfun.devices()`` lists every process's devices
     and ``pmap`` runs across them. Safe to call in a single process (a world of one).
 
     With ``abort_on_error`` an uncaught exception on any rank is printed, reported to the other ranks (whose
     waiting collectives raise ``CollectiveAbortedError`` naming it) and then ends the whole job, so no rank is
-    left waiting.
+    left waiting; a rank that exits (``sys.exit``) or dies (``os._exit``) also makes its peers' collectives
+    raise within about a second. Each rank uses ``cpu_threads`` BLAS threads (``set_cpu_threads``): by default
+    ``FLFUN_CPU_THREADS``, else its share of its host's cores (unless a BLAS thread variable such as
+    ``OPENBLAS_NUM_THREADS`` is set).
 
     Example::
 
@@ -82,19 +84,10 @@ def initialize(abort_on_error: bool = True) -> None:
     devices = [d for p, descr in enumerate(layout) for d in (local if p == comm.rank else [
         Device(plat, i, backend, None, process_index=p) for plat, i, backend in descr])]
     _world = SimpleNamespace(comm=comm, devices=devices, all_comm=None)
-    if not (abort_on_error and comm.size > 1):
-        return
-    previous = sys.excepthook
-
-    def hook(tp, value, tb):
-        previous(tp, value, tb)
-        sys.stderr.flush()
-        sys.stdout.flush()
-        if not isinstance(value, CollectiveError):
-            comm.abort(f"{tp.__name__}: {value}")
-        time.sleep(1.0)           # let the other ranks report the failure before the job is torn down
-        comm.MPI.COMM_WORLD.Abort(1)
-    sys.excepthook = hook
+    n = default_cpu_threads(len(comm.local_peers) + 1) if cpu_threads is None else cpu_threads
+    if n is not None:
+        set_cpu_threads(n)
+    install_exit_hooks(comm, abort_on_error)
 
 
 def world() -> SimpleNamespace | None:
@@ -121,4 +114,5 @@ def world_communicator(devs: list) -> Communicator:
 
 
 __all__ = ["initialize", "is_initialized", "get_timeout", "set_timeout", "Communicator", "ThreadCommunicator",
-           "CollectiveError", "CollectiveTimeoutError", "CollectiveAbortedError", "world_communicator"]
+           "CollectiveError", "CollectiveTimeoutError", "CollectiveAbortedError", "CollectiveMismatchError",
+           "world_communicator", "set_cpu_threads"]

@@ -24,7 +24,11 @@ class CollectiveTimeoutError(CollectiveError):
 
 
 class CollectiveAbortedError(CollectiveError):
-    """Another member failed, so this collective was abandoned."""
+    """Another member failed or exited, so this collective was abandoned."""
+
+
+class CollectiveMismatchError(CollectiveError, ValueError):
+    """The members called different collectives, or passed operands of different shapes or dtypes."""
 
 
 def reduce_list(xs: list, op: str, out=None):
@@ -162,4 +166,4 @@ class ThreadCommunicator(Communicator):
 
 
 __all__ = ["Communicator", "ThreadCommunicator", "CollectiveError", "CollectiveTimeoutError",
-           "CollectiveAbortedError", "reduce_list", "resolve_timeout"]
+           "CollectiveAbortedError", "CollectiveMismatchError", "reduce_list", "resolve_timeout"]

@@ -5,22 +5,22 @@ share all coordinates but one (the members of one named axis). ``run_spmd`` runs
 in parallel threads, with the calling thread taking the first; each task sees its device's collective context
 (``current_context``), which is how collective impls find their communicator and member index. When a task
 raises, every communicator of the mesh is aborted, so the others stop waiting and the first real error is raised.
-While several CPU devices run at once, BLAS gets ``cores // devices`` threads (threadpoolctl, when installed), so
-concurrent matrix products do not fight over the cores.
+While several CPU devices run at once, BLAS gets ``cores // devices`` threads, so
+concurrent matrix products do not fight over the cores; the cores are this process's share
+(``flfun.distributed.threads``).
 """
 from __future__ import annotations
 
-import functools
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
 from flfun.devices import process_index
+from flfun.distributed import threads
 from flfun.distributed.communicator import CollectiveError, Communicator, ThreadCommunicator
+from flfun.distributed.threads import blas_threads
 
 _tls = threading.local()
 _pool: ThreadPoolExecutor | None = None
@@ -41,6 +41,10 @@ class Mesh:
     """
 
     def __init__(self, devices: Sequence, names: tuple[Hashable, ...], shape: tuple[int, ...]):
+        if not all(shape) or not devices:
+            empty = [nm for nm, s in zip(names, shape) if not s]
+            raise ValueError(f"pmap: the mapped axis {empty[0] if empty else names[0]!r} has size 0, but pmap "
+                             f"runs one device per index of the mapped axis, so it needs a size of at least 1")
         self.devices, self.names, self.shape = tuple(devices), tuple(names), tuple(shape)
         self.local = [(g, d) for g, d in enumerate(self.devices) if d.process_index == process_index()]
         firsts = sorted({int(np.unravel_index(g, self.shape)[0]) for g, _ in self.local})
@@ -86,31 +90,6 @@ class Mesh:
             c.reset()
 
 
-@functools.cache
-def _blas() -> list:
-    try:
-        from threadpoolctl import ThreadpoolController
-        return [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
-    except Exception:      # threadpoolctl missing or unable to inspect: leave BLAS alone
-        return []
-
-
-@contextmanager
-def _blas_threads(n: int):
-    """Limit BLAS to ``n`` threads inside the block (restored after)."""
-    saved = [(lib, lib.num_threads) for lib in _blas()]
-    for lib, k in saved:
-        lib.set_num_threads(min(k, n))
-    try:
-        yield
-    finally:
-        for lib, k in saved:
-            lib.set_num_threads(k)
-
-
-_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def _executor(workers: int) -> ThreadPoolExecutor:
     """The device threads' pool, with room for ``workers`` tasks at once (they wait for each other)."""
     global _pool
@@ -123,6 +102,8 @@ def _executor(workers: int) -> ThreadPoolExecutor:
 def run_spmd(mesh: Mesh, tasks: list[tuple[int, Callable[[], object]]]) -> list:
     """Run ``fn()`` for every ``(global device index, fn)`` in parallel, each in its device's collective context;
     return the results in order. The first task runs on the calling thread."""
+    if not tasks:
+        raise ValueError(f"pmap: nothing to run on this process's devices of {mesh!r} (a mapped axis of size 0?)")
     contexts = [mesh.context(g) for g, _ in tasks]
 
     def call(i):            # -> (result, None) or (None, the exception)
@@ -139,7 +120,7 @@ def run_spmd(mesh: Mesh, tasks: list[tuple[int, Callable[[], object]]]) -> list:
     if len(tasks) == 1:
         outs = [call(0)]
     else:
-        with _blas_threads(max(1, _CORES // len(tasks))):
+        with blas_threads(max(1, threads.count // len(tasks))):
             pool = _executor(len(tasks) - 1)
             futures = [pool.submit(call, i) for i in range(1, len(tasks))]
             outs = [call(0)] + [f.result() for f in futures]
