@@ -1,0 +1,2 @@
+"""``flfun.scipy``: ``special``, ``stats`` and ``linalg`` as in ``jax.scipy``."""
+from flfun.scipy import special  # noqa: F401
