@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 
-from flfun import lax
 from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.nn.functional import softmax

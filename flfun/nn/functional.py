@@ -8,7 +8,8 @@ import operator
 from flfun import dtypes, lax
 from flfun import numpy as fnp
 from flfun.array import Array
-from flfun.numpy._promote import asarray_like, to_float
+from flfun.numpy._promote import to_float
+from flfun.scipy import special as _special
 from flfun.util import canonical_axes
 
 __all__ = ["relu", "relu6", "gelu", "silu", "swish", "sigmoid", "softplus", "log_sigmoid", "elu", "leaky_relu",
@@ -379,30 +380,15 @@ def logsumexp(x, axis=None, keepdims: bool = False, b=None, *, return_sign: bool
     """``log(sum(b * exp(x)))`` over ``axis`` without overflow (``b`` defaults to 1); its gradient is softmax.
 
     ``where`` (a boolean mask) leaves entries out of the sum. With ``return_sign=True`` (for ``b`` with negative
-    entries) returns ``(log|sum|, sign(sum))``; otherwise a negative sum gives NaN.
+    entries) returns ``(log|sum|, sign(sum))``; otherwise a negative sum gives NaN. This is
+    ``flfun.scipy.special.logsumexp`` with ``keepdims`` before ``b``.
 
     Example::
 
         >>> logsumexp(fnp.asarray([1e4, 1e4])).item()   # 1e4 + log 2, no overflow
         10000.693359375
     """
-    x = _float(x)
-    if where is not None:
-        x = fnp.where(where, x, -math.inf)
-    x, axes, s, m = _shifted(x, axis, "logsumexp")
-    e = lax.exp(s)
-    if b is not None:
-        e = fnp.multiply(e, b)
-        if e.shape != x.shape:
-            raise ValueError(f"logsumexp: b of shape {asarray_like(b).shape} must broadcast to x's {x.shape}")
-        e = to_float(e)
-    total = _keep(x, lax.reduce_sum(e, axes), axes)
-    sign = lax.sign(total)
-    out = lax.add(lax.log(lax.abs(total) if return_sign else total), lax.convert_element_type(m, total.dtype))
-    if not keepdims:
-        kept = tuple(d for i, d in enumerate(x.shape) if i not in axes)
-        out, sign = lax.reshape(out, kept), lax.reshape(sign, kept)
-    return (out, sign) if return_sign else out
+    return _special.logsumexp(x, axis, b, keepdims, return_sign, where)
 
 
 def logmeanexp(x, axis=None, where=None, keepdims: bool = False) -> Array:

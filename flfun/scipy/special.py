@@ -11,7 +11,7 @@ from flfun import lax
 from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.numpy._promote import to_float
-from flfun.nn.functional import logsumexp as _nn_logsumexp, sigmoid
+from flfun.util import canonical_axes
 
 _LANCZOS_G = 7.0
 _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
@@ -229,7 +229,7 @@ def expit(x) -> Array:
         >>> float(expit(0.0))
         0.5
     """
-    return sigmoid(_f(x))
+    return lax.logistic(_f(x))
 
 
 def logit(p) -> Array:
@@ -244,16 +244,40 @@ def logit(p) -> Array:
     return fnp.log(p) - fnp.log1p(-p)
 
 
+def _keep(x, out, axes):
+    """Reinsert the reduced ``axes`` of ``x`` as length-one axes of ``out``."""
+    return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+
+
 def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False, where=None):
-    """``log(sum(b * exp(a)))`` over ``axis`` (scipy's argument order); ``return_sign`` gives
-    ``(log|sum|, sign)``.
+    """``log(sum(b * exp(a)))`` over ``axis`` without overflow (scipy's argument order); entries where ``where``
+    is False are left out; ``return_sign`` gives ``(log|sum|, sign)`` (else a negative sum is NaN). Its gradient
+    is softmax.
 
     Example::
 
         >>> logsumexp(fnp.asarray([0.0, 0.0])).item() == math.log(2)
         True
     """
-    return _nn_logsumexp(a, axis, keepdims, b, return_sign=return_sign, where=where)
+    x = _f(a)
+    if where is not None:
+        x = fnp.where(where, x, -math.inf)
+    axes = canonical_axes(axis, x.ndim, "logsumexp")
+    m = lax.reduce_max(lax.stop_gradient(x), axes)     # a constant shift: exact gradients, -inf rows stay -inf
+    m = _keep(x, lax.select(lax.is_finite(m), m, lax.full((), 0, m.dtype)), axes)
+    e = lax.exp(lax.sub(x, m))
+    if b is not None:
+        e = fnp.multiply(e, b)
+        if e.shape != x.shape:
+            raise ValueError(f"logsumexp: b of shape {fnp.shape(b)} must broadcast to a's {tuple(x.shape)}")
+        e = to_float(e)
+    total = _keep(x, lax.reduce_sum(e, axes), axes)
+    sign = lax.sign(total)
+    out = lax.add(lax.log(lax.abs(total) if return_sign else total), lax.convert_element_type(m, total.dtype))
+    if not keepdims:
+        kept = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        out, sign = lax.reshape(out, kept), lax.reshape(sign, kept)
+    return (out, sign) if return_sign else out
 
 
 # -------------------------------------------------------------------------------------------- error functions
