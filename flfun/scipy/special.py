@@ -25,10 +25,12 @@ def _f(x) -> Array:
 
 
 def _floats(*xs):
-    """``xs`` as float arrays of one dtype (the promoted one)."""
-    xs = [_f(x) for x in xs]
-    dt = np.result_type(*[x.dtype for x in xs])
-    return [x.astype(dt) for x in xs]
+    """``xs`` as float arrays of one dtype: the promoted dtype of the array arguments (Python scalars are weak
+    and take it, as in JAX); float32 when all are Python scalars."""
+    arrays = [to_float(fnp.asarray(x)) for x in xs if not isinstance(x, (int, float))]
+    dt = np.result_type(*[x.dtype for x in arrays]) if arrays else np.dtype(np.float32)
+    return [fnp.asarray(x, dtype=dt) if isinstance(x, (int, float)) else to_float(fnp.asarray(x)).astype(dt)
+            for x in xs]
 
 
 
