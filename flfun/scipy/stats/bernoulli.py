@@ -31,4 +31,5 @@ def cdf(k, p, loc=0.0):
 def ppf(q, p):
     """The smallest ``k`` with ``cdf(k) >= q``: ``ppf(0.8, 0.3) == 1.0``."""
     q, p = floats(q, p)
-    return fnp.where((q < 0) | (q > 1), math.nan, fnp.where(q <= 1.0 - p, 0.0, 1.0))
+    bad = (q < 0) | (q > 1) | (p < 0) | (p > 1)
+    return fnp.where(bad, math.nan, fnp.where(q <= 1.0 - p, 0.0, 1.0))
