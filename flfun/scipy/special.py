@@ -59,7 +59,8 @@ def gammaln(x) -> Array:
     pos = _lgamma_pos(fnp.where(small, 1.0 - x, x))
     sin = fnp.abs(fnp.sin(math.pi * fnp.where(small, x, 0.5)))
     refl = math.log(math.pi) - fnp.log(sin) - pos
-    return fnp.where(small, refl, pos)
+    pole = small & (x == fnp.floor(x))
+    return fnp.where(pole, math.inf, fnp.where(small, refl, pos))
 
 
 def gamma(x) -> Array:
@@ -220,7 +221,9 @@ def entr(x) -> Array:
         -0.0
     """
     x = _f(x)
-    return fnp.where(x < 0, -math.inf, -xlogy(x, x))
+    neg = x < 0
+    safe = fnp.where(neg, 1.0, x)
+    return fnp.where(neg, -math.inf, -xlogy(safe, safe))
 
 
 def expit(x) -> Array:
@@ -269,10 +272,10 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     m = _keep(x, lax.select(lax.is_finite(m), m, lax.full((), 0, m.dtype)), axes)
     e = lax.exp(lax.sub(x, m))
     if b is not None:
-        e = fnp.multiply(e, b)
-        if e.shape != x.shape:
-            raise ValueError(f"logsumexp: b of shape {fnp.shape(b)} must broadcast to a's {tuple(x.shape)}")
-        e = to_float(e)
+        b_shape = tuple(fnp.shape(b))
+        if len(b_shape) > x.ndim or any(d not in (1, s) for d, s in zip(b_shape[::-1], x.shape[::-1])):
+            raise ValueError(f"logsumexp: b of shape {b_shape} must broadcast to a's {tuple(x.shape)}")
+        e = to_float(fnp.multiply(e, b))
     total = _keep(x, lax.reduce_sum(e, axes), axes)
     sign = lax.sign(total)
     out = lax.add(lax.log(lax.abs(total) if return_sign else total), lax.convert_element_type(m, total.dtype))
