@@ -72,7 +72,7 @@ def test_special_edges():
     assert np.isclose(float(out), ref) and float(sign) == ref_sign
     with pytest.raises(ValueError, match="multigammaln: d must be a positive int"):
         S.multigammaln(2.0, 0)
-    with pytest.raises(ValueError, match=r"logsumexp: b of shape \(2, 3\) must broadcast to a.s \(2,\)"):
+    with pytest.raises(ValueError, match=r"logsumexp: b of shape \(2, 3\) must broadcast to x.s \(2,\)"):
         S.logsumexp(np.zeros(2), b=np.ones((2, 3)))
 
 

@@ -274,7 +274,7 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     if b is not None:
         b_shape = tuple(fnp.shape(b))
         if len(b_shape) > x.ndim or any(d not in (1, s) for d, s in zip(b_shape[::-1], x.shape[::-1])):
-            raise ValueError(f"logsumexp: b of shape {b_shape} must broadcast to a's {tuple(x.shape)}")
+            raise ValueError(f"logsumexp: b of shape {b_shape} must broadcast to x's {tuple(x.shape)}")
         e = to_float(fnp.multiply(e, b))
     total = _keep(x, lax.reduce_sum(e, axes), axes)
     sign = lax.sign(total)
