@@ -8,11 +8,14 @@ import operator
 from flfun import dtypes, lax
 from flfun import numpy as fnp
 from flfun.array import Array
-from flfun.numpy._promote import asarray_like, to_float
+from flfun.numpy._promote import to_float
+from flfun.scipy import special as _special
 from flfun.util import canonical_axes
 
 __all__ = ["relu", "relu6", "gelu", "silu", "swish", "sigmoid", "softplus", "log_sigmoid", "elu", "leaky_relu",
-           "softmax", "log_softmax", "logsumexp", "one_hot", "standardize"]
+           "celu", "selu", "glu", "mish", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh", "soft_sign",
+           "squareplus", "sparse_plus", "sparse_sigmoid", "log1mexp", "identity", "tanh",
+           "softmax", "log_softmax", "logsumexp", "logmeanexp", "one_hot", "standardize"]
 
 
 def _c(x, value):
@@ -34,7 +37,7 @@ def relu(x) -> Array:
         [0.0, 2.0]
     """
     x = _float(x)
-    return lax.select(lax.gt(x, _c(x, 0)), x, _c(x, 0))
+    return lax.select(lax.le(x, _c(x, 0)), _c(x, 0), x)   # NaN fails the test and passes through
 
 
 def relu6(x) -> Array:
@@ -46,8 +49,7 @@ def relu6(x) -> Array:
         [0.0, 3.0, 6.0]
     """
     x = _float(x)
-    inside = lax.and_(lax.gt(x, _c(x, 0)), lax.lt(x, _c(x, 6)))
-    return lax.select(inside, x, lax.select(lax.ge(x, _c(x, 6)), _c(x, 6), _c(x, 0)))
+    return lax.select(lax.le(x, _c(x, 0)), _c(x, 0), lax.select(lax.ge(x, _c(x, 6)), _c(x, 6), x))
 
 
 def sigmoid(x) -> Array:
@@ -94,7 +96,8 @@ def gelu(x, approximate: bool = True) -> Array:
 
 
 def softplus(x) -> Array:
-    """``log(1 + exp(x))``, computed without overflow.
+    """``log(1 + exp(x))``, accurate over the whole range: ``x + log1p(exp(-x))`` for ``x > 0``, else
+    ``log1p(exp(x))`` (so ``softplus(-100) = 3.7e-44``, not 0).
 
     Example::
 
@@ -102,7 +105,8 @@ def softplus(x) -> Array:
         0.6931
     """
     x = _float(x)
-    return fnp.logaddexp(x, _c(x, 0))
+    pos = lax.gt(x, _c(x, 0))
+    return lax.add(lax.select(pos, x, _c(x, 0)), lax.log1p(lax.exp(lax.select(pos, lax.neg(x), x))))
 
 
 def log_sigmoid(x) -> Array:
@@ -142,6 +146,191 @@ def leaky_relu(x, negative_slope: float = 0.01) -> Array:
     """
     x = _float(x)
     return lax.select(lax.ge(x, _c(x, 0)), x, lax.mul(_c(x, negative_slope), x))
+
+
+def celu(x, alpha: float = 1.0) -> Array:
+    """Continuously differentiable ELU: ``x`` for ``x > 0``, ``alpha * (exp(x / alpha) - 1)`` otherwise.
+
+    Example::
+
+        >>> celu(fnp.asarray([1.0, 0.0])).tolist()
+        [1.0, 0.0]
+    """
+    x = _float(x)
+    if alpha == 0:
+        raise ValueError("celu: alpha must be non-zero, got 0")
+    positive = lax.gt(x, _c(x, 0))
+    safe = lax.select(positive, _c(x, 0), x)
+    return lax.select(positive, x, lax.mul(_c(x, alpha), lax.expm1(lax.div(safe, _c(x, alpha)))))
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def selu(x) -> Array:
+    """Scaled ELU (Klambauer et al.): ``scale * elu(x, alpha)`` with the self-normalising constants.
+
+    Example::
+
+        >>> round(selu(fnp.asarray(1.0)).item(), 4)
+        1.0507
+    """
+    x = _float(x)
+    return lax.mul(_c(x, _SELU_SCALE), elu(x, _SELU_ALPHA))
+
+
+def glu(x, axis: int = -1) -> Array:
+    """Gated linear unit: ``x`` split in halves ``a, b`` along ``axis`` gives ``a * sigmoid(b)``.
+
+    Example::
+
+        >>> glu(fnp.asarray([2.0, 0.0])).tolist()
+        [1.0]
+    """
+    x = _float(x)
+    ax = canonical_axes(axis, x.ndim, "glu")[0]
+    if x.shape[ax] % 2:
+        raise ValueError(f"glu: axis {axis} of x (shape {tuple(x.shape)}) must have even length")
+    a, b = fnp.split(x, 2, axis=ax)
+    return lax.mul(a, lax.logistic(b))
+
+
+def mish(x) -> Array:
+    """``x * tanh(softplus(x))`` (Misra, 2019).
+
+    Example::
+
+        >>> round(mish(fnp.asarray(1.0)).item(), 4)
+        0.8651
+    """
+    x = _float(x)
+    return lax.mul(x, lax.tanh(softplus(x)))
+
+
+def hard_sigmoid(x) -> Array:
+    """``relu6(x + 3) / 6``: a piecewise-linear sigmoid.
+
+    Example::
+
+        >>> hard_sigmoid(fnp.asarray([-4.0, 0.0, 4.0])).tolist()
+        [0.0, 0.5, 1.0]
+    """
+    x = _float(x)
+    return lax.div(relu6(lax.add(x, _c(x, 3))), _c(x, 6))
+
+
+def hard_silu(x) -> Array:
+    """``x * hard_sigmoid(x)`` (also called hard_swish).
+
+    Example::
+
+        >>> hard_silu(fnp.asarray([-4.0, 3.0])).tolist()
+        [-0.0, 3.0]
+    """
+    x = _float(x)
+    return lax.mul(x, hard_sigmoid(x))
+
+
+hard_swish = hard_silu
+
+
+def hard_tanh(x) -> Array:
+    """``x`` clipped to ``[-1, 1]`` (NaN stays NaN).
+
+    Example::
+
+        >>> hard_tanh(fnp.asarray([-2.0, 0.5, 2.0])).tolist()
+        [-1.0, 0.5, 1.0]
+    """
+    x = _float(x)
+    return lax.select(lax.gt(x, _c(x, 1)), _c(x, 1), lax.select(lax.lt(x, _c(x, -1)), _c(x, -1), x))
+
+
+def soft_sign(x) -> Array:
+    """``x / (|x| + 1)``.
+
+    Example::
+
+        >>> soft_sign(fnp.asarray([1.0, -3.0])).tolist()
+        [0.5, -0.75]
+    """
+    x = _float(x)
+    return lax.div(x, lax.add(lax.abs(x), _c(x, 1)))
+
+
+def squareplus(x, b: float = 4) -> Array:
+    """``(x + sqrt(x**2 + b)) / 2`` (Barron, 2021), a smooth relu.
+
+    Example::
+
+        >>> squareplus(fnp.asarray(0.0)).item()
+        1.0
+    """
+    x = _float(x)
+    return lax.mul(_c(x, 0.5), lax.add(x, lax.sqrt(lax.add(lax.mul(x, x), _c(x, b)))))
+
+
+def sparse_plus(x) -> Array:
+    """0 for ``x <= -1``, ``x`` for ``x >= 1``, ``(x + 1)**2 / 4`` between (a smooth, sparse relu).
+
+    Example::
+
+        >>> sparse_plus(fnp.asarray([-2.0, 0.0, 2.0])).tolist()
+        [0.0, 0.25, 2.0]
+    """
+    x = _float(x)
+    mid = lax.mul(_c(x, 0.25), lax.integer_pow(lax.add(x, _c(x, 1)), 2))
+    return lax.select(lax.le(x, _c(x, -1)), _c(x, 0), lax.select(lax.ge(x, _c(x, 1)), x, mid))
+
+
+def sparse_sigmoid(x) -> Array:
+    """The derivative of ``sparse_plus``: ``clip((x + 1) / 2, 0, 1)``.
+
+    Example::
+
+        >>> sparse_sigmoid(fnp.asarray([-2.0, 0.0, 2.0])).tolist()
+        [0.0, 0.5, 1.0]
+    """
+    x = _float(x)
+    mid = lax.mul(_c(x, 0.5), lax.add(x, _c(x, 1)))
+    return lax.select(lax.le(x, _c(x, -1)), _c(x, 0), lax.select(lax.ge(x, _c(x, 1)), _c(x, 1), mid))
+
+
+def log1mexp(x) -> Array:
+    """``log(1 - exp(-x))`` for ``x > 0``, accurate near 0 and for large ``x`` (Maechler's switch at log 2).
+
+    Example::
+
+        >>> round(log1mexp(fnp.asarray(1.0)).item(), 4)
+        -0.4587
+    """
+    x = _float(x)
+    big = lax.gt(x, _c(x, math.log(2)))
+    safe_small, safe_big = lax.select(big, _c(x, 1), x), lax.select(big, x, _c(x, 1))
+    return lax.select(big, lax.log1p(lax.neg(lax.exp(lax.neg(safe_big)))),
+                      lax.log(lax.neg(lax.expm1(lax.neg(safe_small)))))
+
+
+def identity(x) -> Array:
+    """``x`` itself (as a float array).
+
+    Example::
+
+        >>> identity(fnp.asarray([1.0])).tolist()
+        [1.0]
+    """
+    return _float(x)
+
+
+def tanh(x) -> Array:
+    """The hyperbolic tangent.
+
+    Example::
+
+        >>> tanh(fnp.asarray(0.0)).item()
+        0.0
+    """
+    return lax.tanh(_float(x))
 
 
 # ------------------------------------------------------------------------------------- softmax and logsumexp
@@ -187,22 +376,34 @@ def log_softmax(x, axis=-1) -> Array:
     return lax.sub(s, _keep(x, lse, axes))
 
 
-def logsumexp(x, axis=None, keepdims: bool = False, b=None) -> Array:
+def logsumexp(x, axis=None, keepdims: bool = False, b=None, *, return_sign: bool = False, where=None):
     """``log(sum(b * exp(x)))`` over ``axis`` without overflow (``b`` defaults to 1); its gradient is softmax.
+
+    ``where`` (a boolean mask) leaves entries out of the sum. With ``return_sign=True`` (for ``b`` with negative
+    entries) returns ``(log|sum|, sign(sum))``; otherwise a negative sum gives NaN. This is
+    ``flfun.scipy.special.logsumexp`` with ``keepdims`` before ``b``.
 
     Example::
 
         >>> logsumexp(fnp.asarray([1e4, 1e4])).item()   # 1e4 + log 2, no overflow
         10000.693359375
     """
-    x, axes, s, m = _shifted(x, axis, "logsumexp")
-    e = lax.exp(s)
-    if b is not None:
-        e = fnp.multiply(e, b)
-        if e.shape != x.shape:
-            raise ValueError(f"logsumexp: b of shape {asarray_like(b).shape} must broadcast to x's {x.shape}")
-    out = lax.add(lax.log(_keep(x, lax.reduce_sum(e, axes), axes)), m)
-    return out if keepdims else lax.reshape(out, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+    return _special.logsumexp(x, axis, b, keepdims, return_sign, where)
+
+
+def logmeanexp(x, axis=None, where=None, keepdims: bool = False) -> Array:
+    """``log(mean(exp(x)))`` over ``axis`` (entries where ``where`` is False left out), computed stably.
+
+    Example::
+
+        >>> logmeanexp(fnp.asarray([0.0, 0.0])).item()
+        0.0
+    """
+    x = _float(x)
+    axes = canonical_axes(axis, x.ndim, "logmeanexp")
+    count = (fnp.sum(fnp.broadcast_to(fnp.asarray(where), x.shape), axis=axes, keepdims=keepdims) if where is not None
+             else math.prod(x.shape[i] for i in axes))
+    return fnp.subtract(logsumexp(x, axes, keepdims, where=where), fnp.log(fnp.asarray(count, dtype=x.dtype)))
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5) -> Array:

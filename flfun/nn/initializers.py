@@ -16,6 +16,7 @@ from flfun import random
 from flfun.util import prod
 
 Initializer = Callable[..., "fnp.Array"]
+"""An initializer: ``init(key, shape, dtype=float32) -> Array``."""
 
 
 def zeros(key, shape: Sequence[int], dtype=np.float32):
@@ -118,8 +119,58 @@ def torch_default(in_axis: int = -2, out_axis: int = -1) -> Initializer:
     return variance_scaling(1.0 / 3.0, "fan_in", "uniform", in_axis, out_axis)
 
 
+def lecun_uniform(in_axis: int = -2, out_axis: int = -1) -> Initializer:
+    """LeCun uniform: variance ``1 / fan_in``."""
+    return variance_scaling(1.0, "fan_in", "uniform", in_axis, out_axis)
+
+
+def orthogonal(scale: float = 1.0, column_axis: int = -1) -> Initializer:
+    """Scaled Haar-random orthogonal weights: the matrix ``(rest, shape[column_axis])`` has orthonormal columns
+    (or rows, whichever are fewer).
+
+    Example::
+
+        >>> w = orthogonal()(key, (4, 4))      # w.T @ w == I
+    """
+    def init(key, shape, dtype=np.float32):
+        shape = tuple(shape)
+        if len(shape) < 2:
+            raise ValueError(f"orthogonal: shape must have at least 2 dimensions, got {shape}")
+        axis = column_axis % len(shape)
+        n_cols = shape[axis]
+        q = random.orthogonal(key, prod(shape) // n_cols, (), dtype, m=n_cols) * scale
+        rest = tuple(d for i, d in enumerate(shape) if i != axis)
+        return fnp.moveaxis(fnp.reshape(q, (*rest, n_cols)), -1, axis)
+
+    return init
+
+
+def delta_orthogonal(scale: float = 1.0, column_axis: int = -1) -> Initializer:
+    """Orthogonal delta kernels for convolutions (Xiao et al., 2018): a ``(*window, in, out)`` kernel that is zero
+    except an orthogonal ``(in, out)`` matrix at the window's centre.
+
+    Example::
+
+        >>> w = delta_orthogonal()(key, (3, 3, 4, 8))
+    """
+    def init(key, shape, dtype=np.float32):
+        shape = tuple(shape)
+        if len(shape) not in (3, 4, 5) or shape[-2] > shape[-1] or column_axis % len(shape) != len(shape) - 1:
+            raise ValueError(f"delta_orthogonal: shape must be (*window, in, out) with 1-3 window axes and "
+                             f"in <= out (columns last), got {shape}")
+        w = orthogonal(scale, -1)(key, shape[-2:], dtype)
+        centre = tuple(d // 2 for d in shape[:-2])
+        onehot = fnp.ones((), dtype=dtype)
+        for d, c in zip(shape[:-2], centre):
+            onehot = fnp.expand_dims(onehot, -1) * (fnp.arange(d) == c).astype(dtype)
+        return fnp.expand_dims(fnp.expand_dims(onehot, -1), -1) * w
+
+    return init
+
+
 xavier_uniform, xavier_normal, kaiming_normal, kaiming_uniform = glorot_uniform, glorot_normal, he_normal, he_uniform
 
 __all__ = ["compute_fans", "constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
-           "kaiming_normal", "kaiming_uniform", "lecun_normal", "normal", "ones", "torch_default",
+           "delta_orthogonal", "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones",
+           "orthogonal", "torch_default",
            "truncated_normal", "uniform", "variance_scaling", "xavier_normal", "xavier_uniform", "zeros"]
