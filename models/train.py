@@ -5,6 +5,10 @@ It trains with AdamW (warm-up + cosine schedule, gradient clipping), shows a pro
 steps/s, evaluates at the end, and writes ``metrics.json`` and ``loss.png`` to ``--out``. With
 ``--checkpoint-dir`` it saves the model and optimiser state (safetensors, atomically) and ``--resume``
 continues from there with the same data order.
+
+No run is lost: SIGINT/SIGTERM end training after the current step with every output written (exit 130/143), a
+non-finite loss ends it likewise (exit 1; or ``--skip-nonfinite``), and bad paths or a corrupt ``--resume``
+checkpoint are usage errors (exit 2) found before training. Other ``error:`` lines exit 1.
 """
 from __future__ import annotations
 
