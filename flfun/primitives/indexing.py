@@ -49,6 +49,7 @@ def _gather_shape(op: str, operand, indices, axes, batch_dims, mode) -> tuple[in
 
 # ------------------------------------------------------------------------------------------------------- gather
 gather_p = Primitive("gather")
+gather_p.linear_in = (0,)
 
 
 @gather_p.def_abstract_eval

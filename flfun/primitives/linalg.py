@@ -40,6 +40,7 @@ def _bilinear(prim: Primitive, transpose_lhs, transpose_rhs) -> None:
 
 # ------------------------------------------------------------------------------------------------- dot_general
 dot_general_p = Primitive("dot_general")
+dot_general_p.linear_in = "all"
 
 
 @dot_general_p.def_abstract_eval
@@ -154,6 +155,7 @@ def conv_output_shape(in_sizes, window, strides, padding, lhs_dilation, rhs_dila
 
 
 conv_general_dilated_p = Primitive("conv_general_dilated")
+conv_general_dilated_p.linear_in = "all"
 
 
 @conv_general_dilated_p.def_abstract_eval

@@ -64,6 +64,7 @@ def _kept(x, axes) -> tuple[int, ...]:
 
 # --------------------------------------------------------------------------------------------------- reduce_sum
 reduce_sum_p = _reduction("reduce_sum", "num", linear_jvp)
+reduce_sum_p.linear_in = "all"
 
 
 @reduce_sum_p.def_transpose
@@ -221,6 +222,7 @@ def _log_step_scan(x, t, axis, reverse, identity, combine):
 
 
 cumsum_p = _scan("cumsum", linear_jvp)
+cumsum_p.linear_in = "all"
 
 
 @cumsum_p.def_transpose

@@ -51,6 +51,9 @@ def full(shape, fill_value, dtype):
 
 # -------------------------------------------------------------------------------------------- broadcast_in_dim
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
+broadcast_in_dim_p.linear_in, broadcast_in_dim_p.value_preserving = "all", True
+broadcast_in_dim_p.chain = lambda p1, p2: {**p2, "broadcast_dimensions": tuple(
+    p2["broadcast_dimensions"][i] for i in p1["broadcast_dimensions"])}
 
 
 @broadcast_in_dim_p.def_abstract_eval
@@ -99,6 +102,8 @@ def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int
 
 # ------------------------------------------------------------------------------------------------------ reshape
 reshape_p = Primitive("reshape")
+reshape_p.linear_in, reshape_p.value_preserving = "all", True
+reshape_p.chain = lambda p1, p2: p2     # reshape(reshape(y)) is one reshape
 
 
 @reshape_p.def_abstract_eval
@@ -130,6 +135,8 @@ def reshape(x, new_sizes: Sequence[int]):
 
 # ---------------------------------------------------------------------------------------------------- transpose
 transpose_p = Primitive("transpose")
+transpose_p.linear_in, transpose_p.value_preserving = "all", True
+transpose_p.chain = lambda p1, p2: {**p2, "permutation": tuple(p1["permutation"][i] for i in p2["permutation"])}
 
 
 @transpose_p.def_abstract_eval
@@ -166,6 +173,7 @@ def transpose(x, permutation: Sequence[int]):
 
 # ------------------------------------------------------------------------------------------------------ squeeze
 squeeze_p = Primitive("squeeze")
+squeeze_p.linear_in = "all"
 
 
 @squeeze_p.def_abstract_eval
@@ -199,6 +207,7 @@ def squeeze(x, dimensions: Sequence[int]):
 
 # -------------------------------------------------------------------------------------------------- expand_dims
 expand_dims_p = Primitive("expand_dims")
+expand_dims_p.linear_in = "all"
 
 
 @expand_dims_p.def_abstract_eval
@@ -229,6 +238,7 @@ def expand_dims(x, dimensions: Sequence[int]):
 
 # ---------------------------------------------------------------------------------------------------------- rev
 rev_p = Primitive("rev")
+rev_p.linear_in = "all"
 
 
 @rev_p.def_abstract_eval
@@ -282,6 +292,7 @@ def iota(dtype, shape: Sequence[int], dimension: int = 0):
 
 # -------------------------------------------------------------------------------------------------------- slice
 slice_p = Primitive("slice")
+slice_p.linear_in = "all"
 
 
 @slice_p.def_abstract_eval
@@ -345,6 +356,7 @@ def _check_start_indices(op: str, x, idx) -> None:
 
 
 dynamic_slice_p = Primitive("dynamic_slice")
+dynamic_slice_p.linear_in = (0,)
 
 
 @dynamic_slice_p.def_abstract_eval
@@ -412,6 +424,7 @@ def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int]):
 
 # ----------------------------------------------------------------------------------------- dynamic_update_slice
 dynamic_update_slice_p = Primitive("dynamic_update_slice")
+dynamic_update_slice_p.linear_in = (0, 1)
 
 
 @dynamic_update_slice_p.def_abstract_eval
@@ -461,6 +474,7 @@ def dynamic_update_slice(x, update, start_indices: Sequence):
 
 # ---------------------------------------------------------------------------------------------------------- pad
 pad_p = Primitive("pad")
+pad_p.linear_in = "all"
 
 
 @pad_p.def_abstract_eval
@@ -519,6 +533,7 @@ def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
 
 # -------------------------------------------------------------------------------------------------- concatenate
 concatenate_p = Primitive("concatenate")
+concatenate_p.linear_in = "all"
 
 
 @concatenate_p.def_abstract_eval

@@ -6,7 +6,7 @@ device thread executes its program and meets the others in the communicator.
 """
 from __future__ import annotations
 
-from flfun.backends.xp import finish
+from flfun.backends.xp import WritesOut, finish
 
 
 def _member(op: str, name):
@@ -58,6 +58,7 @@ def impls(xp) -> dict:
     def axis_index(*, axes):
         return xp.int32(_member("axis_index", axes[0])[1])
 
-    return {"psum": reduction("sum", "psum"), "pmax": reduction("max", "pmax"), "pmin": reduction("min", "pmin"),
+    return {"psum": WritesOut(reduction("sum", "psum")), "pmax": WritesOut(reduction("max", "pmax")),
+            "pmin": WritesOut(reduction("min", "pmin")),
             "all_gather": all_gather, "psum_scatter": psum_scatter, "ppermute": ppermute,
             "all_to_all": all_to_all, "axis_index": axis_index}

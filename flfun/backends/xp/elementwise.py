@@ -6,7 +6,7 @@ import functools
 import math
 import operator
 
-from flfun.backends.xp import finish
+from flfun.backends.xp import WritesOut, finish
 
 
 def impls(xp) -> dict:
@@ -78,16 +78,16 @@ def impls(xp) -> dict:
 
     return {
         "neg": xp.negative, "abs": xp.absolute, "sign": xp.sign, "exp": xp.exp, "log": xp.log,
-        "log1p": xp.log1p, "expm1": xp.expm1, "sqrt": xp.sqrt, "rsqrt": rsqrt, "sin": xp.sin, "cos": xp.cos,
+        "log1p": xp.log1p, "expm1": xp.expm1, "sqrt": xp.sqrt, "rsqrt": WritesOut(rsqrt), "sin": xp.sin, "cos": xp.cos,
         "tan": xp.tan, "tanh": xp.tanh, "asin": xp.arcsin, "acos": xp.arccos, "atan": xp.arctan,
         "sinh": xp.sinh, "cosh": xp.cosh, "logistic": logistic, "erf": erf, "floor": xp.floor, "ceil": xp.ceil,
-        "round": xp.round, "is_finite": xp.isfinite, "not": xp.invert, "integer_pow": integer_pow,
-        "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": div, "pow": xp.power,
+        "round": WritesOut(xp.round), "is_finite": xp.isfinite, "not": xp.invert, "integer_pow": integer_pow,
+        "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": WritesOut(div), "pow": xp.power,
         "rem": lambda x, y: xp.fmod(x, y), "max": xp.maximum, "min": xp.minimum, "atan2": xp.arctan2,
         "nextafter": xp.nextafter, "and": xp.bitwise_and, "or": xp.bitwise_or, "xor": xp.bitwise_xor,
         "shift_left": shift_left, "shift_right_logical": shift_right_logical,
         "shift_right_arithmetic": xp.right_shift, "eq": xp.equal, "ne": xp.not_equal, "lt": xp.less,
-        "le": xp.less_equal, "gt": xp.greater, "ge": xp.greater_equal, "select_n": select_n,
+        "le": xp.less_equal, "gt": xp.greater, "ge": xp.greater_equal, "select_n": WritesOut(select_n),
         "clamp": lambda lo, x, hi: xp.minimum(xp.maximum(x, lo), hi),
         "convert_element_type": lambda x, *, new_dtype, weak_type=False: x.astype(new_dtype),
         "stop_gradient": lambda x: x,

@@ -15,7 +15,7 @@ import itertools
 import string
 from math import prod
 
-from flfun.backends.xp import finish
+from flfun.backends.xp import WritesOut, finish
 from flfun.primitives.linalg import conv_output_shape
 
 
@@ -206,4 +206,4 @@ def _conv(xp):
 
 
 def impls(xp) -> dict:
-    return {"dot_general": _dot_general(xp), "conv_general_dilated": _conv(xp)}
+    return {"dot_general": WritesOut(_dot_general(xp)), "conv_general_dilated": WritesOut(_conv(xp))}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flfun.backends.xp import finish
+from flfun.backends.xp import WritesOut, finish
 
 
 def reduction_identity(dtype, biggest: bool):
@@ -53,15 +53,17 @@ def impls(xp) -> dict:
             return finish(res, out)
         return by_steps
 
-    return {
+    out = {
         "reduce_sum": reduce_sum,
         "reduce_max": extremum(xp.maximum.reduce, False), "reduce_min": extremum(xp.minimum.reduce, True),
         "reduce_prod": lambda x, *, axes, out=None: xp.prod(x, axis=axes, dtype=x.dtype, out=out),
         "reduce_or": lambda x, *, axes, out=None: xp.any(x, axis=axes, out=out),
         "reduce_and": lambda x, *, axes, out=None: xp.all(x, axis=axes, out=out),
-        "argmax": lambda x, *, axis, index_dtype: xp.argmax(x, axis=axis).astype(index_dtype),
-        "argmin": lambda x, *, axis, index_dtype: xp.argmin(x, axis=axis).astype(index_dtype),
         "cumsum": scan(lambda x, axis, out: xp.cumsum(x, axis=axis, dtype=x.dtype, out=out)),
         "cumprod": scan(lambda x, axis, out: xp.cumprod(x, axis=axis, dtype=x.dtype, out=out)),
         "cummax": scan(accumulate(xp.maximum)), "cummin": scan(accumulate(xp.minimum)),
+    }
+    return {name: WritesOut(fn) for name, fn in out.items()} | {
+        "argmax": lambda x, *, axis, index_dtype: xp.argmax(x, axis=axis).astype(index_dtype),
+        "argmin": lambda x, *, axis, index_dtype: xp.argmin(x, axis=axis).astype(index_dtype),
     }
