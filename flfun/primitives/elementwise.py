@@ -11,10 +11,10 @@ from typing import Callable
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
-from flfun.primitives.common import (broadcast_shapes, broadcast_to_shape, broadcasting_batch, check_kinds, check_same,
-                                     guarded_jvp, instantiate, is_undefined, is_zero, jvp_rule, naryop_abstract_eval,
-                                     tangent_aval, unbroadcast, vectorized_batch, Zero, zero_jvp)
-from flfun.primitives.shape import full
+from flfun.primitives.base import convert_element_type, full  # noqa: F401  (elementwise.convert_element_type)
+from flfun.primitives.rules import (broadcast_shapes, broadcast_to_shape, broadcasting_batch, check_kinds, check_same,
+                                    guarded_jvp, instantiate, is_undefined, is_zero, jvp_rule, naryop_abstract_eval,
+                                    unbroadcast, vectorized_batch, zero_jvp)
 
 
 def _const(like, value):
@@ -282,35 +282,6 @@ clamp_p.def_batch(broadcasting_batch(clamp_p))
 def clamp(lo, x, hi):
     """``x`` clipped to ``[lo, hi]`` elementwise: ``lax.clamp(0., x, 1.)``."""
     return bind(clamp_p, lo, x, hi)
-
-
-# ------------------------------------------------------------------------------------------ convert_element_type
-convert_element_type_p = Primitive("convert_element_type")
-convert_element_type_p.linear_in, convert_element_type_p.value_preserving = "all", True
-
-
-@convert_element_type_p.def_abstract_eval
-def _convert_element_type_abstract_eval(x, *, new_dtype, weak_type=False):
-    return ShapedArray(x.shape, dtypes.canonicalize(new_dtype), weak_type)
-
-
-@jvp_rule(convert_element_type_p)
-def _convert_element_type_jvp(out, primals, tangents, *, new_dtype, weak_type=False):
-    (x,), (t,) = primals, tangents
-    return convert_element_type(t, new_dtype) if dtypes.is_float(x.dtype) else Zero(tangent_aval(out))
-
-
-@convert_element_type_p.def_transpose
-def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type=False):
-    return [convert_element_type(ct, x.aval.dtype)]
-
-
-convert_element_type_p.def_batch(vectorized_batch(convert_element_type_p))
-
-
-def convert_element_type(x, new_dtype, weak_type: bool = False):
-    """Cast to ``new_dtype``: ``lax.convert_element_type(x, 'float32')``."""
-    return bind(convert_element_type_p, x, new_dtype=dtypes.canonicalize(new_dtype), weak_type=weak_type)
 
 
 # --------------------------------------------------------------------------------------------- stop_gradient

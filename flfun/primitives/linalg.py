@@ -11,7 +11,7 @@ from typing import NamedTuple
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
 from flfun.primitives import elementwise as E, shape as S
-from flfun.primitives.common import batch_axes, check_kinds, guarded_jvp, is_undefined, is_zero, moveaxis
+from flfun.primitives.rules import batch_axes, check_kinds, guarded_jvp, is_undefined, is_zero, moveaxis
 
 
 def _argsort(xs: Sequence[int]) -> tuple[int, ...]:

@@ -14,7 +14,7 @@ recorded as well. Tests compare tape gradients with linearize + transpose for ev
 from __future__ import annotations
 
 from flfun.core import _refresh_state, _state, get_aval, wrap
-from flfun.primitives.common import UndefinedPrimal, Zero, instantiate, is_zero, unbroadcast
+from flfun.primitives.rules import UndefinedPrimal, Zero, instantiate, is_zero, unbroadcast
 from flfun.primitives.elementwise import add
 
 class Tape:
