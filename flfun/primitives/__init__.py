@@ -1,6 +1,6 @@
 """The primitive registry: every primitive, looked up by name, with its impls swappable at run time.
 
-Families live in one file each (base, elementwise, shape, slicing, indexing, reduce, linalg, decomp, collective),
+Families live in one file each (base, elementwise, indexing, slicing, shape, reduce, linalg, decomp, collective),
 each importing only the ones before it; a primitive's shape rule, its jvp / transpose / batching rules and its
 facts (slots) stand together in its block there. ``flfun.primitives.rules`` is the API they are written with.
 """
@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 
 from flfun.core import _PRIMITIVES, Primitive, register_impl
 
-from flfun.primitives import (base, elementwise, shape, indexing, slicing, reduce, linalg, decomp,  # noqa: F401
+from flfun.primitives import (base, elementwise, indexing, slicing, shape, reduce, linalg, decomp,  # noqa: F401
                               collective, rules)    # (importing a family registers its primitives)
 
 
