@@ -16,9 +16,9 @@ import pytest
 import flfun as fl
 import flfun.numpy as fnp
 from flfun import lax, primitives
-from flfun.executor import writes_out
-from flfun.memory.planner import plan_program
-from flfun.passes import simplify
+from flfun.compiler.executor import writes_out
+from flfun.compiler.liveness import plan_program
+from flfun.compiler.passes import simplify
 from flfun.primitives import rules
 from flfun.transforms.staging import trace_to_program
 

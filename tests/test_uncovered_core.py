@@ -11,7 +11,6 @@ from cpu_devices import cpu_devices
 import flfun
 import flfun.numpy as fnp
 from flfun import dtypes, lax, primitives
-from flfun.compiler.executor import accepts_out
 from flfun.compiler.passes import partial_eval
 from flfun.core import Primitive, ShapedArray, UnexpectedTracerError, register_impl
 from flfun.ir import Eqn, Literal, Program, Var, typecheck
