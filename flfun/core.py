@@ -96,11 +96,18 @@ def _setter(slot: str) -> Callable:
 
 
 class Primitive:
-    """One operation and all of its rules.
+    """One operation and all of its rules and facts, each a slot set in the primitive's own block.
 
     ``abstract_eval(*avals, **params)`` is the shape/dtype rule (it raises the clear errors); ``impls`` maps a
-    backend name to ``fn(*buffers, **params)``; ``jvp``, ``transpose`` and ``batch`` are the transform rules;
-    ``inplace`` lists operand indices whose buffer the output may overwrite when the operand dies here.
+    backend name to ``fn(*buffers, **params)`` (``writes_out``: the backends whose impl takes ``out=``, declared
+    by ``register_impl``); ``jvp``, ``transpose`` and ``batch`` are the transform rules. The facts:
+    ``inplace`` lists operand indices whose buffer the output may overwrite when the operand dies here;
+    ``linear_in`` the operands it is linear in given the others (``"all"``; the eager tape transposes those);
+    ``elementwise``: it broadcasts like numpy, elementwise; ``identities``: ``(k, value)`` pairs where operand
+    ``k`` equal to ``value`` makes the result the other operand; ``value_preserving``: a uniform operand gives a
+    uniform result of the same value; ``chain(inner_params, outer_params)``: the params of one application
+    equal to two in a row (``involution``: two in a row are the identity). Defining a name that exists is an
+    error unless ``replace=True``.
 
     Example::
 
@@ -110,15 +117,24 @@ class Primitive:
         square_p.def_jvp(lambda primals, tangents: (square(primals[0]), 2 * primals[0] * tangents[0]))
     """
 
-    def __init__(self, name: str, *, multiple_results: bool = False):
+    def __init__(self, name: str, *, multiple_results: bool = False, replace: bool = False):
+        if name in _PRIMITIVES and not replace:
+            raise ValueError(f"Primitive({name!r}): a primitive with this name exists; pass replace=True to "
+                             f"replace it")
         self.name, self.multiple_results = name, multiple_results
         self.impls: dict[str, Callable] = {}
+        self.writes_out: set[str] = set()  # backends whose impl accepts out= (see register_impl)
+        self.out_impls: list[Callable] = []  # impls ever declared writes_out=True (re-registering one keeps it)
         self.abstract_eval = self.jvp = self.transpose = self.batch = None   # the rules: Callable | None
         self.inplace: tuple[int, ...] = ()
         self.collective = False   # collectives name mapped axes in params["axes"]
-        self.elementwise = False  # broadcasting elementwise (the eager tape and fusion passes use this)
+        self.elementwise = False  # broadcasting elementwise (the eager tape and the passes use this)
         self.elementwise_tangent: Callable | None = None  # unary elementwise: tangent(t, x, out), diagonal J
         self.lowerings: dict[str, Callable] = {}  # compiler target -> lowering rule (see register_lowering)
+        self.linear_in: tuple[int, ...] | str | None = None
+        self.identities: tuple[tuple[int, object], ...] = ()
+        self.value_preserving = self.involution = False
+        self.chain: Callable | None = None
         _PRIMITIVES[name] = self
 
     def bind(self, *args, **params):
@@ -135,22 +151,38 @@ class Primitive:
         return self.name
 
 
-def register_impl(prim: Primitive, backend: str, fn: Callable | None) -> Callable | None:
+def _is_ufunc(fn) -> bool:
+    return type(fn).__name__ == "ufunc" and getattr(fn, "nout", 1) == 1
+
+
+def register_impl(prim: Primitive, backend: str, fn: Callable | None,
+                  writes_out: bool | None = None) -> Callable | None:
     """Install ``fn`` as ``prim``'s implementation on ``backend``; returns the previous one (or ``None``).
 
+    ``writes_out=True`` declares that ``fn`` takes an ``out=`` buffer to write its result into (jit's memory
+    plan then hands it one); the default (``None``) keeps an earlier declaration of this ``fn`` and otherwise
+    declares it for single-output ufuncs (numpy's or cupy's) only: a wrapper ``def f(*a, **k)`` gets no ``out=``.
     Every transform (eager, grad, vmap, jit, pmap) uses the new impl from the next call on, because they all
     evaluate primitives through this registry; jit caches are keyed on the registry version.
 
     Example::
 
-        old = register_impl(primitives.get("add"), "numpy", lambda x, y: np.add(x, y))
+        old = register_impl(primitives.get("add"), "numpy", lambda x, y, out=None: np.add(x, y, out=out),
+                            writes_out=True)
     """
     global registry_version
     if not isinstance(prim, Primitive):
         raise TypeError(f"register_impl: expected a Primitive, got {prim!r}")
     old = prim.impls.pop(backend, None)
+    prim.writes_out.discard(backend)
     if fn is not None:
         prim.impls[backend] = fn
+        if writes_out is None:
+            writes_out = _is_ufunc(fn) or any(f is fn for f in prim.out_impls)
+        if writes_out:
+            prim.writes_out.add(backend)
+            if not any(f is fn for f in prim.out_impls):
+                prim.out_impls.append(fn)
     registry_version = next(_registry_version)
     return old
 

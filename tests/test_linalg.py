@@ -463,7 +463,7 @@ def test_channels_last_scatter_and_kernel_gradient_layouts(monkeypatch, force):
 def test_decomposition_errors():
     from flfun.core import ShapedArray
     from flfun.primitives import decomp
-    from flfun.primitives.common import UndefinedPrimal
+    from flfun.primitives.rules import UndefinedPrimal
     with pytest.raises(TypeError, match=r"^cholesky: expected a stack of square float32 or float64 matrices, got "
                                         r"f32\[3,4\]$"):
         decomp.cholesky(fnp.ones((3, 4)))

@@ -11,7 +11,7 @@ import flfun as fl
 import flfun.numpy as fnp
 from flfun import primitives
 from flfun.core import Primitive, ShapedArray, bind, register_impl
-from flfun.primitives.common import Zero, is_zero, tangent_aval
+from flfun.primitives.rules import Zero, is_zero, tangent_aval
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ Precision: float32 GEMMs run in true fp32 unless ``flfun.config.tf32`` (or ``FLF
 from __future__ import annotations
 
 from flfun.backends.base import Backend, Device
-from flfun.backends.xp import install_impls
+from flfun.backends.xp import WritesOut, install_impls
 
 
 class BackendUnavailableError(RuntimeError):
@@ -72,7 +72,7 @@ def overrides(cp) -> dict:
     from flfun.backends.cuda import cublas
     from flfun.backends.xp import elementwise, linalg, reduce
     xp_impls = {**linalg.impls(cp), **reduce.impls(cp)}
-    out = cublas.impls(cp, xp_impls) if cublas.available(cp) else {}
+    out = {name: WritesOut(fn) for name, fn in cublas.impls(cp, xp_impls).items()} if cublas.available(cp) else {}
     where = cp.ElementwiseKernel("bool which, T on_false, T on_true", "T out", "out = which ? on_true : on_false",
                                  "flfun_select")
     xp_select = elementwise.impls(cp)["select_n"]
@@ -84,20 +84,17 @@ def overrides(cp) -> dict:
             return where(which, cases[0], cases[1])
         where(which, cases[0], cases[1], out)
         return out
-    out["select_n"] = select_n
+    out["select_n"] = WritesOut(select_n)
     return out
 
 
 def install(cp) -> None:
     """Fill the ``'cupy'`` impl slots (impls someone registered already stay), the fused-kernel builder and the
     jit compiler for cupy devices."""
-    from flfun import primitives
     from flfun.backends.cuda import executor, kernels
     from flfun.compiler.fusion import register_kernel_builder
     from flfun.compiler.pipeline import register_backend_compiler
-    for name, fn in overrides(cp).items():
-        primitives.get(name).impls.setdefault("cupy", fn)
-    install_impls(cp, "cupy")
+    install_impls(cp, "cupy", overrides(cp))
     register_kernel_builder("cupy", kernels.build)
     register_backend_compiler("cupy", executor.compile_program)
 

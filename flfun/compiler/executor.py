@@ -7,8 +7,6 @@ shape logic. Program outputs never alias the arena, the inputs, the constants or
 """
 from __future__ import annotations
 
-import functools
-import inspect
 import threading
 import time
 import weakref
@@ -22,18 +20,6 @@ from flfun.core import Primitive, missing_rule
 from flfun.ir import Eqn, Literal, Program, Var
 from flfun.memory.planner import MemoryPlan
 
-@functools.lru_cache(maxsize=None)
-def accepts_out(impl: Callable) -> bool:
-    """Whether ``impl`` can write its result into an ``out=`` buffer: single-output ufuncs (numpy's or cupy's)
-    and functions that declare an ``out`` parameter."""
-    if isinstance(impl, np.ufunc) or type(impl).__name__ == "ufunc":
-        return getattr(impl, "nout", 1) == 1
-    try:
-        return "out" in inspect.signature(impl).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def impl_for(prim: Primitive, backend: str) -> Callable:
     impl = prim.impls.get(backend)
     if impl is None:
@@ -42,8 +28,9 @@ def impl_for(prim: Primitive, backend: str) -> Callable:
 
 
 def writes_out(backend: str) -> Callable[[Eqn], bool]:
-    """The planner's ``can_write_out`` for ``backend``: the impl accepts ``out=`` and has one result."""
-    return lambda e: not e.prim.multiple_results and accepts_out(impl_for(e.prim, backend))
+    """The planner's ``can_write_out`` for ``backend``: the impl was registered as writing ``out=`` (see
+    ``register_impl``) and has one result."""
+    return lambda e: not e.prim.multiple_results and backend in e.prim.writes_out
 
 
 def _raw(c, device):
@@ -260,4 +247,4 @@ def _generate(program: Program, plan: MemoryPlan, backend: str, consts: list, de
     return g.source(g.equations(backend, out_args, timed=bool(timed)) + g.outputs()), g.names
 
 
-__all__ = ["CodeGen", "Executable", "accepts_out", "impl_for", "load", "setup_arena", "writes_out"]
+__all__ = ["CodeGen", "Executable", "impl_for", "load", "setup_arena", "writes_out"]

@@ -156,17 +156,8 @@ def fold_constants(program: Program, consts: list, max_bytes: int = FOLD_MAX_BYT
 
 
 # ---------------------------------------------------------------------------------------- AD simplification
-_BROADCASTING = frozenset(("add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "eq", "ne", "lt",
-                           "le", "gt", "ge", "and", "or", "xor"))
-_SAME_VALUES = frozenset(("broadcast_in_dim", "reshape", "transpose", "convert_element_type"))
-# (ops, k, identity): ``op(a, b)`` is the other operand where operand ``k`` equals ``identity``
-_IDENTITIES = ((("add", "sub"), 1, 0), (("add",), 0, 0), (("mul", "div"), 1, 1), (("mul",), 0, 1))
-_CHAINS = {     # op(op(y)) as one op of y: its params from the inner and the outer params
-    "reshape": lambda p1, p2: p2,
-    "transpose": lambda p1, p2: {**p2, "permutation": tuple(p1["permutation"][i] for i in p2["permutation"])},
-    "broadcast_in_dim": lambda p1, p2: {**p2, "broadcast_dimensions": tuple(
-        p2["broadcast_dimensions"][i] for i in p1["broadcast_dimensions"])},
-    "neg": None}
+# The algebraic facts come from the primitives' slots: ``elementwise`` (broadcasts like numpy), ``identities``,
+# ``value_preserving``, ``chain`` and ``involution`` (see ``core.Primitive``).
 
 
 def _same(a: ShapedArray, b: ShapedArray) -> bool:
@@ -196,7 +187,7 @@ def simplify(program: Program, consts: list) -> tuple[Program, list]:
         new = _simplify_eqn(e, uval, producer, uses)
         if new is None and len(e.outputs) == 1:
             out = e.outputs[0]
-            u = uval(e.inputs[0]) if e.prim.name in _SAME_VALUES else None
+            u = uval(e.inputs[0]) if e.prim.value_preserving else None
             if u is not None:
                 uniform[out.id] = np.asarray(u).astype(out.aval.dtype)[()]
             producer[out.id] = e
@@ -229,13 +220,13 @@ def _simplify_eqn(e: Eqn, uval: Callable, producer: dict, uses: dict) -> list | 
         return None
     out = e.outputs[0].aval
     x = ins[0] if ins else None
-    if name in _SAME_VALUES and _same(x.aval, out) and (name != "transpose" or tuple(p["permutation"]) == tuple(
+    if e.prim.value_preserving and _same(x.aval, out) and (name != "transpose" or tuple(p["permutation"]) == tuple(
             range(len(out.shape)))) or name == "reduce_sum" and not p["axes"] or name == "integer_pow" and p["y"] == 1:
         return [x]
     prev = producer.get(x.id) if type(x) is Var else None
-    if prev is not None and prev.prim is e.prim and name in _CHAINS:
+    if prev is not None and prev.prim is e.prim and (e.prim.involution or e.prim.chain is not None):
         y = prev.inputs[0]
-        return [y if name == "neg" else Eqn(e.prim, (y,), e.outputs, _CHAINS[name](prev.params, p))]
+        return [y if e.prim.involution else Eqn(e.prim, (y,), e.outputs, e.prim.chain(prev.params, p))]
     if name == "transpose" and prev is not None and prev.prim.name == "dot_general" and uses[x.id] == 1:
         swapped = _swap_dot(prev, p["permutation"])
         if swapped is not None:
@@ -255,16 +246,16 @@ def _simplify_eqn(e: Eqn, uval: Callable, producer: dict, uses: dict) -> list | 
                     and _is(uval(sc.inputs[0]), 0) and type(other) is Var and _same(other.aval, out) \
                     and _same(s.aval, out):
                 return [Eqn(sc.prim, (other,) + tuple(sc.inputs[1:]), e.outputs, sc.params)]
-    if name in _BROADCASTING and len(ins) == 2:
+    if e.prim.elementwise and len(ins) == 2:
         us = uval(ins[0]), uval(ins[1])
-        for ops, k, identity in _IDENTITIES:
-            if name in ops and _is(us[k], identity) and _same(ins[1 - k].aval, out):
+        for k, identity in e.prim.identities:
+            if _is(us[k], identity) and _same(ins[1 - k].aval, out):
                 return [ins[1 - k]]
         for k in (1, 0):     # a broadcast scalar operand: numpy broadcasts the scalar without materialising it
             if us[k] is not None and type(ins[k]) is Var and _same(ins[1 - k].aval, out):
                 lit = Literal(us[k], ShapedArray((), ins[k].aval.dtype))
                 return [Eqn(e.prim, (ins[0], lit) if k else (lit, ins[1]), e.outputs, p)]
-    if name in _BROADCASTING or name == "select_n":
+    if e.prim.elementwise:
         return _implicit_broadcast(e, producer)
     return None
 

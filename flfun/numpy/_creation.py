@@ -18,7 +18,7 @@ from flfun.numpy._promote import promote
 from flfun.numpy._shaping import moveaxis
 from flfun.primitives import elementwise as lax
 from flfun.primitives import shape as lax_shape
-from flfun.primitives.common import broadcast_to_shape
+from flfun.primitives.rules import broadcast_to_shape
 
 __all__ = ["full", "zeros", "ones", "empty", "full_like", "zeros_like", "ones_like", "empty_like", "arange", "linspace",
            "logspace", "eye", "identity", "meshgrid", "tri", "tril", "triu", "diag", "diagflat"]

@@ -11,7 +11,7 @@ from flfun.array import Array
 from flfun.core import ConcretizationError, Tracer, short
 from flfun.numpy._asarray import as_array, asarray, leaves
 from flfun.primitives import elementwise as E, shape as S
-from flfun.primitives.common import broadcast_to_shape
+from flfun.primitives.rules import broadcast_to_shape
 from flfun.primitives.indexing import gather
 
 __all__ = ["getitem"]

@@ -12,7 +12,7 @@ from flfun.array import Array
 from flfun.core import short
 from flfun.numpy._asarray import as_array, ints, matrix_stack
 from flfun.primitives import shape as lax_shape
-from flfun.primitives.common import broadcast_to_shape
+from flfun.primitives.rules import broadcast_to_shape
 from flfun.util import canonical_axis, prod
 
 __all__ = ["reshape", "ravel", "flatten", "transpose", "permute_dims", "matrix_transpose", "moveaxis", "swapaxes",

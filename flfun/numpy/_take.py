@@ -9,7 +9,7 @@ from flfun.core import Tracer, short
 from flfun.numpy._asarray import as_array, asarray, concrete, flat_axis
 from flfun.numpy._indexing import MODES, check_host_indices, getitem, index_array
 from flfun.primitives import elementwise as E, shape as S
-from flfun.primitives.common import broadcast_to_shape
+from flfun.primitives.rules import broadcast_to_shape
 from flfun.primitives.indexing import gather, scatter
 from flfun.util import canonical_axis
 

@@ -10,7 +10,7 @@ from flfun.core import short
 from flfun.numpy._asarray import as_array
 from flfun.numpy._indexing import MODES, getitem, index_array, index_layout, parse_index
 from flfun.primitives import elementwise as E, shape as S
-from flfun.primitives.common import broadcast_to_shape
+from flfun.primitives.rules import broadcast_to_shape
 from flfun.primitives.indexing import scatter
 
 __all__ = ["IndexUpdateHelper"]

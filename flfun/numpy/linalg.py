@@ -24,7 +24,7 @@ from flfun.numpy._promote import asarray_like, promote, to_float
 from flfun.numpy._reductions import keep_reduced_dims as _keep
 from flfun.numpy._shaping import matrix_transpose, moveaxis
 from flfun.primitives import decomp as lax_decomp, elementwise as lax, reduce as lax_reduce, shape as lax_shape
-from flfun.primitives.common import broadcast_to_shape
+from flfun.primitives.rules import broadcast_to_shape
 from flfun.util import canonical_axes, canonical_axis
 
 __all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cross", "det", "diagonal", "eigh",

@@ -1,7 +1,8 @@
 """The primitive registry: every primitive, looked up by name, with its impls swappable at run time.
 
-Families live in one file each (elementwise, reduce, shape, indexing, linalg, collective, random); a primitive's
-shape rule and its jvp / transpose / batching rules stand together in its block there.
+Families live in one file each (base, elementwise, indexing, slicing, shape, reduce, linalg, decomp, collective),
+each importing only the ones before it; a primitive's shape rule, its jvp / transpose / batching rules and its
+facts (slots) stand together in its block there. ``flfun.primitives.rules`` is the API they are written with.
 """
 from __future__ import annotations
 
@@ -10,10 +11,8 @@ from typing import Callable, Iterator
 
 from flfun.core import _PRIMITIVES, Primitive, register_impl
 
-from flfun.primitives import elementwise, reduce, shape, indexing, linalg, decomp, collective  # noqa: F401  (registers)
-from flfun.primitives import common as _common
-
-_common._S, _common._R = shape, reduce
+from flfun.primitives import (base, elementwise, indexing, slicing, shape, reduce, linalg, decomp,  # noqa: F401
+                              collective, rules)    # (importing a family registers its primitives)
 
 
 def get(name: str) -> Primitive:

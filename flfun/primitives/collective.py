@@ -11,7 +11,7 @@ from __future__ import annotations
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, axis_main, bind, is_weak, short
 from flfun.primitives import elementwise as E, reduce as R, shape as S
-from flfun.primitives.common import guarded_jvp, linear, moveaxis, moveaxis_to_front, not_mapped, zero_jvp
+from flfun.primitives.rules import guarded_jvp, linear, moveaxis, moveaxis_to_front, not_mapped, zero_jvp
 from flfun.tree import tree_map
 from flfun.util import canonical_axis, prod
 

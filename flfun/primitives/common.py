@@ -1,8 +1,9 @@
-"""Shared rule builders: elementwise (broadcasting) shape rules, batching by moving the mapped axis, and the
-symbolic zeros that autodiff passes around. Families build their primitives from these."""
+"""Rule builders that call no primitive: the symbolic zeros autodiff passes around, shape-rule checks, and
+batching / jvp wrappers. (The builders that do call primitives are in ``base``; both are public through
+``flfun.primitives.rules``.)"""
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, is_weak, short
@@ -39,11 +40,10 @@ def is_undefined(x) -> bool:
     return type(x) is UndefinedPrimal
 
 
-def instantiate(t):
-    """A real zeros array for a symbolic Zero (other values pass through)."""
-    if type(t) is Zero:
-        return _S.full(t.aval.shape, 0, t.aval.dtype)
-    return t
+def from_end(dimension, operands) -> int:
+    """``dimension`` as an int, a negative one counted from the end of the first operand's rank."""
+    d = int(dimension)
+    return d + len(operands[0].shape) if operands and d < 0 else d
 
 
 def tangent_aval(x) -> ShapedArray:
@@ -105,51 +105,10 @@ def naryop_abstract_eval(op: str, kinds: str, out_dtype=None) -> Callable:
 
 
 # ----------------------------------------------------------------------------------------------------- batching
-def moveaxis_to_front(x, bdim, size: int):
-    """``x`` with its mapped axis first; an unmapped ``x`` is broadcast to have one of length ``size``."""
-    if bdim is not_mapped:
-        return _S.broadcast_in_dim(x, (size,) + tuple(x.shape), tuple(range(1, len(x.shape) + 1)))
-    return moveaxis(x, bdim, 0)
-
-
-def moveaxis(x, src: int, dst: int):
-    if src == dst:
-        return x
-    perm = [i for i in range(len(x.shape)) if i != src]
-    perm.insert(dst, src)
-    return _S.transpose(x, tuple(perm))
-
-
-def broadcasting_batch(prim: Primitive) -> Callable:
-    """Batch rule for broadcasting elementwise ops: align ranks with the mapped axis in front."""
-    def rule(axis, args, dims, **params):
-        rank = max(len(a.shape) - (d is not not_mapped) for a, d in zip(args, dims))
-        new_args = []
-        # numpy broadcasting aligns unmapped operands from the right; mapped ones get their mapped axis first and
-        # then size-1 axes so that the rest lines up the same way
-        for a, d in zip(args, dims):
-            if d is not not_mapped:
-                a = moveaxis(a, d, 0)
-                if len(a.shape) <= rank:
-                    a = _S.reshape(a, (a.shape[0],) + (1,) * (rank + 1 - len(a.shape)) + tuple(a.shape[1:]))
-            new_args.append(a)
-        return prim.bind(*new_args, **params), 0
-    return rule
-
-
 def batch_axes(axes, bdim: int):
     """``axes`` renumbered after a mapped axis was inserted at ``bdim``, and where the mapped axis ends up once
     ``axes`` are removed (reductions, squeeze)."""
     return tuple(a + (a >= bdim) for a in axes), bdim - sum(a < bdim for a in axes)
-
-
-def front_batch(fn: Callable) -> Callable:
-    """Batch rule ``fn(size, *args, **params)`` on operands whose mapped axis was moved to the front (unmapped ones
-    broadcast); the result (or each of a list of results) is mapped along axis 0."""
-    def rule(axis, args, dims, **params):
-        out = fn(axis.size, *[moveaxis_to_front(a, d, axis.size) for a, d in zip(args, dims)], **params)
-        return out, ([0] * len(out) if isinstance(out, list) else 0)
-    return rule
 
 
 def vectorized_batch(prim: Primitive) -> Callable:
@@ -160,42 +119,6 @@ def vectorized_batch(prim: Primitive) -> Callable:
 
 
 # ---------------------------------------------------------------------------------------------------- autodiff
-def unbroadcast(ct, aval):
-    """Sum ``ct`` down to ``aval``'s shape: the transpose of numpy broadcasting."""
-    shape = tuple(aval.shape)
-    if tuple(ct.shape) == shape:
-        return ct
-    lead = len(ct.shape) - len(shape)
-    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and ct.shape[i + lead] != 1)
-    if axes:
-        ct = _R.reduce_sum(ct, axes)
-    return _S.reshape(ct, shape) if tuple(ct.shape) != shape else ct
-
-
-def broadcast_to_shape(x, shape: Sequence[int]):
-    """numpy-style broadcast of ``x`` to ``shape`` via broadcast_in_dim (a no-op when shapes match)."""
-    shape = tuple(shape)
-    if tuple(x.shape) == shape:
-        return x
-    lead = len(shape) - len(x.shape)
-    return _S.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
-
-
-def linear_jvp(prim: Primitive, nlinear: int | None = None) -> Callable:
-    """jvp of a primitive linear in its first ``nlinear`` operands (default: all), the rest (start indices)
-    being held fixed: apply it to those tangents (zeros instantiated) and the other primals."""
-    def rule(out, primals, tangents, **params):
-        lin = tangents[:nlinear]
-        return prim.bind(*[instantiate(t) for t in lin], *primals[len(lin):], **params)
-    return guarded_jvp(prim, rule, False, slice(nlinear))
-
-
-def linear(prim: Primitive, nlinear: int | None = None) -> Callable:
-    """Register ``linear_jvp(prim, nlinear)`` and return ``prim.def_transpose`` (to decorate the transpose)."""
-    prim.def_jvp(linear_jvp(prim, nlinear))
-    return prim.def_transpose
-
-
 def jvp_rule(prim: Primitive, float_only: bool = True, which: slice = slice(None)) -> Callable:
     """Decorator registering ``fn(out, primals, tangents, **params) -> tangent`` as ``prim``'s jvp. It runs only
     when a tangent in ``tangents[which]`` is nonzero and (with ``float_only``) the output is floating; otherwise
@@ -224,6 +147,6 @@ def zero_jvp(prim: Primitive) -> Callable:
     return rule
 
 
-# The shape and reduce families import this module; their modules are bound here by flfun/primitives/__init__.py
-# once every family is loaded (a function-level import on these hot paths costs more than the rule itself).
-_S = _R = None
+__all__ = ["UndefinedPrimal", "Zero", "batch_axes", "broadcast_shapes", "check_kinds", "check_same", "from_end", "guarded_jvp",
+           "is_undefined", "is_zero", "jvp_rule", "naryop_abstract_eval", "not_mapped", "tangent_aval",
+           "vectorized_batch", "zero_jvp"]

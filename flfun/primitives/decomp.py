@@ -8,7 +8,7 @@ right-hand side (it transposes there). Impls are in ``flfun/backends/xp/decomp.p
 from __future__ import annotations
 
 from flfun.core import Primitive, ShapedArray, bind, short
-from flfun.primitives.common import Zero, front_batch, is_undefined, is_zero, jvp_rule, tangent_aval
+from flfun.primitives.rules import Zero, front_batch, is_undefined, is_zero, jvp_rule, tangent_aval
 from flfun.primitives.elementwise import add, convert_element_type, div, eq, gt, mul, neg, sub
 from flfun.primitives.linalg import dot_general
 from flfun.primitives.reduce import reduce_sum

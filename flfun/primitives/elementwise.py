@@ -7,13 +7,14 @@ a primitive's shape rule, jvp, transpose (for linear ones) and batching rule; im
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
-from flfun.primitives.common import (broadcast_shapes, broadcast_to_shape, broadcasting_batch, check_kinds, check_same,
-                                     guarded_jvp, instantiate, is_undefined, is_zero, jvp_rule, naryop_abstract_eval,
-                                     tangent_aval, unbroadcast, vectorized_batch, Zero, zero_jvp)
-from flfun.primitives.shape import full
+from flfun.primitives.base import convert_element_type, full  # noqa: F401  (elementwise.convert_element_type)
+from flfun.primitives.rules import (broadcast_shapes, broadcast_to_shape, broadcasting_batch, check_kinds, check_same,
+                                    guarded_jvp, instantiate, is_undefined, is_zero, jvp_rule, naryop_abstract_eval,
+                                    unbroadcast, vectorized_batch, zero_jvp)
 
 
 def _const(like, value):
@@ -21,8 +22,9 @@ def _const(like, value):
     return full((), value, like.dtype)
 
 
-def _unary(name: str, kinds: str = "float", tangent=None, out_dtype=None) -> Primitive:
-    """A unary elementwise primitive; ``tangent(t, x, out)`` gives its jvp (None: piecewise constant)."""
+def _unary(name: str, kinds: str = "float", tangent=None, out_dtype=None) -> tuple[Primitive, Callable]:
+    """A unary elementwise primitive and its wrapper; ``tangent(t, x, out)`` gives its jvp (None: piecewise
+    constant)."""
     p = Primitive(name)
     p.def_abstract_eval(naryop_abstract_eval(name, kinds, out_dtype))
     p.def_batch(vectorized_batch(p))
@@ -31,23 +33,23 @@ def _unary(name: str, kinds: str = "float", tangent=None, out_dtype=None) -> Pri
     else:
         p.def_jvp(guarded_jvp(p, lambda out, primals, tangents: tangent(tangents[0], primals[0], out), False))
         p.elementwise_tangent = tangent   # J is diagonal: J^T ct = tangent(ct, x, out) (the eager tape uses it)
-    return p
+    return p, _wrapper(p, False)
 
 
-def _binary(name: str, kinds: str = "num", out_dtype=None, jvp=None, ints: bool = False,
-            inplace: bool = False) -> Primitive:
-    """A broadcasting binary primitive; ``jvp(out, primals, tangents)`` gives its output tangent (None: piecewise
-    constant), which integer outputs get as a symbolic zero unless ``ints``."""
+def _binary(name: str, kinds: str = "num", out_dtype=None, jvp=None, ints: bool = False, inplace: bool = False,
+            linear_in=None, identities=()) -> tuple[Primitive, Callable]:
+    """A broadcasting binary primitive and its wrapper; ``jvp(out, primals, tangents)`` gives its output tangent
+    (None: piecewise constant), which integer outputs get as a symbolic zero unless ``ints``."""
     p = Primitive(name)
     p.def_abstract_eval(naryop_abstract_eval(name, kinds, out_dtype))
     p.def_batch(broadcasting_batch(p))
-    p.elementwise = True
+    p.elementwise, p.linear_in, p.identities = True, linear_in, identities
     p.inplace = (0, 1) if inplace else ()
     if jvp is not None:
         p.def_jvp(guarded_jvp(p, jvp, float_only=not ints))
     elif out_dtype is not None or kinds in ("int", "intbool", "bool"):
         p.def_jvp(zero_jvp(p))
-    return p
+    return p, _wrapper(p, True)
 
 
 def _wrapper(prim, binary: bool):
@@ -59,37 +61,35 @@ def _wrapper(prim, binary: bool):
 
 
 # ----------------------------------------------------------------------------------------------- unary math
-neg_p = _unary("neg", "num", lambda t, x, out: neg(t))
+neg_p, neg = _unary("neg", "num", lambda t, x, out: neg(t))
 neg_p.def_transpose(lambda ct, x: [neg(ct)])
-abs_p = _unary("abs", "num", lambda t, x, out: mul(t, sign(x)))
-sign_p = _unary("sign", "num")
-exp_p = _unary("exp", tangent=lambda t, x, out: mul(t, out))
-log_p = _unary("log", tangent=lambda t, x, out: div(t, x))
-log1p_p = _unary("log1p", tangent=lambda t, x, out: div(t, add(x, _const(x, 1))))
-expm1_p = _unary("expm1", tangent=lambda t, x, out: mul(t, add(out, _const(out, 1))))
-sqrt_p = _unary("sqrt", tangent=lambda t, x, out: div(t, mul(out, _const(out, 2))))
-rsqrt_p = _unary("rsqrt", tangent=lambda t, x, out: mul(t, mul(div(out, x), _const(out, -0.5))))
-sin_p = _unary("sin", tangent=lambda t, x, out: mul(t, cos(x)))
-cos_p = _unary("cos", tangent=lambda t, x, out: neg(mul(t, sin(x))))
-tan_p = _unary("tan", tangent=lambda t, x, out: mul(t, add(_const(out, 1), mul(out, out))))
-tanh_p = _unary("tanh", tangent=lambda t, x, out: mul(t, sub(_const(out, 1), mul(out, out))))
-asin_p = _unary("asin", tangent=lambda t, x, out: mul(t, rsqrt(sub(_const(x, 1), mul(x, x)))))
-acos_p = _unary("acos", tangent=lambda t, x, out: neg(mul(t, rsqrt(sub(_const(x, 1), mul(x, x))))))
-atan_p = _unary("atan", tangent=lambda t, x, out: div(t, add(_const(x, 1), mul(x, x))))
-sinh_p = _unary("sinh", tangent=lambda t, x, out: mul(t, cosh(x)))
-cosh_p = _unary("cosh", tangent=lambda t, x, out: mul(t, sinh(x)))
-logistic_p = _unary("logistic", tangent=lambda t, x, out: mul(t, mul(out, sub(_const(out, 1), out))))
-erf_p = _unary("erf", tangent=lambda t, x, out: mul(t, mul(_const(x, 2 / math.sqrt(math.pi)),
-                                                           exp(neg(mul(x, x))))))
-floor_p, ceil_p, round_p = (_unary(name) for name in ("floor", "ceil", "round"))
-is_finite_p = _unary("is_finite", "float", out_dtype=dtypes.bool_)
-not_p = _unary("not", "intbool")
-
-UNARY = (neg_p, abs_p, sign_p, exp_p, log_p, log1p_p, expm1_p, sqrt_p, rsqrt_p, sin_p, cos_p, tan_p, tanh_p,
-         asin_p, acos_p, atan_p, sinh_p, cosh_p, logistic_p, erf_p, floor_p, ceil_p, round_p, is_finite_p, not_p)
-neg, abs, sign, exp, log, log1p, expm1, sqrt, rsqrt, sin, cos, tan, tanh, asin, acos, atan, sinh, cosh, \
-    logistic, erf, floor, ceil, round, is_finite, not_ = (_wrapper(p, False) for p in UNARY)
+neg_p.linear_in, neg_p.involution = "all", True
+abs_p, abs = _unary("abs", "num", lambda t, x, out: mul(t, sign(x)))
+sign_p, sign = _unary("sign", "num")
+exp_p, exp = _unary("exp", tangent=lambda t, x, out: mul(t, out))
+log_p, log = _unary("log", tangent=lambda t, x, out: div(t, x))
+log1p_p, log1p = _unary("log1p", tangent=lambda t, x, out: div(t, add(x, _const(x, 1))))
+expm1_p, expm1 = _unary("expm1", tangent=lambda t, x, out: mul(t, add(out, _const(out, 1))))
+sqrt_p, sqrt = _unary("sqrt", tangent=lambda t, x, out: div(t, mul(out, _const(out, 2))))
+rsqrt_p, rsqrt = _unary("rsqrt", tangent=lambda t, x, out: mul(t, mul(div(out, x), _const(out, -0.5))))
+sin_p, sin = _unary("sin", tangent=lambda t, x, out: mul(t, cos(x)))
+cos_p, cos = _unary("cos", tangent=lambda t, x, out: neg(mul(t, sin(x))))
+tan_p, tan = _unary("tan", tangent=lambda t, x, out: mul(t, add(_const(out, 1), mul(out, out))))
+tanh_p, tanh = _unary("tanh", tangent=lambda t, x, out: mul(t, sub(_const(out, 1), mul(out, out))))
+asin_p, asin = _unary("asin", tangent=lambda t, x, out: mul(t, rsqrt(sub(_const(x, 1), mul(x, x)))))
+acos_p, acos = _unary("acos", tangent=lambda t, x, out: neg(mul(t, rsqrt(sub(_const(x, 1), mul(x, x))))))
+atan_p, atan = _unary("atan", tangent=lambda t, x, out: div(t, add(_const(x, 1), mul(x, x))))
+sinh_p, sinh = _unary("sinh", tangent=lambda t, x, out: mul(t, cosh(x)))
+cosh_p, cosh = _unary("cosh", tangent=lambda t, x, out: mul(t, sinh(x)))
+logistic_p, logistic = _unary("logistic", tangent=lambda t, x, out: mul(t, mul(out, sub(_const(out, 1), out))))
+erf_p, erf = _unary("erf", tangent=lambda t, x, out: mul(t, mul(_const(x, 2 / math.sqrt(math.pi)),
+                                                                 exp(neg(mul(x, x))))))
+floor_p, floor = _unary("floor")
+ceil_p, ceil = _unary("ceil")
+round_p, round = _unary("round")
 round.__doc__ += " Halves round to even, as in numpy (``jax.lax.round`` rounds them away from zero by default)."
+is_finite_p, is_finite = _unary("is_finite", "float", out_dtype=dtypes.bool_)
+not_p, not_ = _unary("not", "intbool")
 
 # integer_pow: x ** y for a static Python int y (the common x**2 stays one cheap primitive)
 integer_pow_p = Primitive("integer_pow")
@@ -136,7 +136,8 @@ def _ident(t, *_):
     return t
 
 
-add_p = _binary("add", jvp=_sum_rule(_ident, _ident), ints=True, inplace=True)
+add_p, add = _binary("add", jvp=_sum_rule(_ident, _ident), ints=True, inplace=True, linear_in="all",
+                     identities=((1, 0), (0, 0)))
 
 
 @add_p.def_transpose
@@ -144,8 +145,8 @@ def _add_transpose(ct, x, y):
     return [unbroadcast(ct, x.aval) if is_undefined(x) else None, unbroadcast(ct, y.aval) if is_undefined(y) else None]
 
 
-sub_p = _binary("sub", jvp=_sum_rule(_ident, lambda t, *_: neg(t), lambda tx, ty, *_: sub(tx, ty)), ints=True,
-                inplace=True)
+sub_p, sub = _binary("sub", jvp=_sum_rule(_ident, lambda t, *_: neg(t), lambda tx, ty, *_: sub(tx, ty)), ints=True,
+                     inplace=True, linear_in="all", identities=((1, 0),))
 
 
 @sub_p.def_transpose
@@ -154,8 +155,8 @@ def _sub_transpose(ct, x, y):
             unbroadcast(neg(ct), y.aval) if is_undefined(y) else None]
 
 
-mul_p = _binary("mul", jvp=_sum_rule(lambda t, x, y, out: mul(t, y), lambda t, x, y, out: mul(x, t)), ints=True,
-                inplace=True)
+mul_p, mul = _binary("mul", jvp=_sum_rule(lambda t, x, y, out: mul(t, y), lambda t, x, y, out: mul(x, t)),
+                     ints=True, inplace=True, linear_in="all", identities=((1, 1), (0, 1)))
 
 
 @mul_p.def_transpose
@@ -165,8 +166,10 @@ def _mul_transpose(ct, x, y):
     return [None, unbroadcast(mul(x, ct), y.aval)]
 
 
-div_p = _binary("div", jvp=_sum_rule(lambda t, x, y, out: div(t, y), lambda t, x, y, out: div(neg(mul(out, t)), y),
-                                     lambda tx, ty, x, y, out: div(sub(tx, mul(out, ty)), y)), inplace=True)
+div_p, div = _binary("div", jvp=_sum_rule(lambda t, x, y, out: div(t, y),
+                                          lambda t, x, y, out: div(neg(mul(out, t)), y),
+                                          lambda tx, ty, x, y, out: div(sub(tx, mul(out, ty)), y)),
+                     inplace=True, linear_in=(0,), identities=((1, 1),))
 
 
 @div_p.def_transpose
@@ -175,9 +178,9 @@ def _div_transpose(ct, x, y):
 
 
 # d/dy = -trunc(x / y), and (x - out) / y is that quotient exactly in floating point
-rem_p = _binary("rem", jvp=_sum_rule(_ident, lambda t, x, y, out: neg(mul(t, div(sub(x, out), y)))))
+rem_p, rem = _binary("rem", jvp=_sum_rule(_ident, lambda t, x, y, out: neg(mul(t, div(sub(x, out), y)))))
 # d/dx = y * x**(y-1) stays finite at x == 0 for y >= 1; d/dy = log(x) * out with log(0) taken as 0
-pow_p = _binary("pow", jvp=_sum_rule(
+pow_p, pow = _binary("pow", jvp=_sum_rule(
     lambda t, x, y, out: mul(t, mul(y, pow(x, sub(y, _const(y, 1))))),
     lambda t, x, y, out: mul(t, mul(log(select_n(eq(x, _const(x, 0)), x, full(x.shape, 1, x.dtype))), out))))
 
@@ -190,28 +193,31 @@ def _minmax_rule(pick_x):
     return rule
 
 
-max_p = _binary("max", jvp=_minmax_rule(lambda x, y: gt(x, y)), ints=True)
-min_p = _binary("min", jvp=_minmax_rule(lambda x, y: lt(x, y)), ints=True)
-atan2_p = _binary("atan2", "float", jvp=_sum_rule(lambda t, x, y, out: mul(t, div(y, add(mul(x, x), mul(y, y)))),
-                                                  lambda t, x, y, out: neg(mul(t, div(x, add(mul(x, x), mul(y, y)))))))
+max_p, max = _binary("max", jvp=_minmax_rule(lambda x, y: gt(x, y)), ints=True)
+min_p, min = _binary("min", jvp=_minmax_rule(lambda x, y: lt(x, y)), ints=True)
+atan2_p, atan2 = _binary("atan2", "float", jvp=_sum_rule(
+    lambda t, x, y, out: mul(t, div(y, add(mul(x, x), mul(y, y)))),
+    lambda t, x, y, out: neg(mul(t, div(x, add(mul(x, x), mul(y, y)))))))
 # the next representable float after x towards y; d/dx = 1
-nextafter_p = _binary("nextafter", "float",
-                      jvp=_sum_rule(_ident, lambda t, x, y, out: full(out.shape, 0, out.dtype)))
-
-and_p, or_p, xor_p = (_binary(name, "intbool") for name in ("and", "or", "xor"))
-shift_left_p, shift_right_logical_p, shift_right_arithmetic_p = (
-    _binary(name, "int") for name in ("shift_left", "shift_right_logical", "shift_right_arithmetic"))
-eq_p, ne_p = (_binary(name, "any", dtypes.bool_) for name in ("eq", "ne"))
-lt_p, le_p, gt_p, ge_p = (_binary(name, "num", dtypes.bool_) for name in ("lt", "le", "gt", "ge"))
-
-BINARY = (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p, and_p, or_p, xor_p,
-          shift_left_p, shift_right_logical_p, shift_right_arithmetic_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p)
-add, sub, mul, div, rem, pow, max, min, atan2, nextafter, and_, or_, xor, shift_left, shift_right_logical, \
-    shift_right_arithmetic, eq, ne, lt, le, gt, ge = (_wrapper(p, True) for p in BINARY)
+nextafter_p, nextafter = _binary("nextafter", "float",
+                                 jvp=_sum_rule(_ident, lambda t, x, y, out: full(out.shape, 0, out.dtype)))
+and_p, and_ = _binary("and", "intbool")
+or_p, or_ = _binary("or", "intbool")
+xor_p, xor = _binary("xor", "intbool")
+shift_left_p, shift_left = _binary("shift_left", "int")
+shift_right_logical_p, shift_right_logical = _binary("shift_right_logical", "int")
+shift_right_arithmetic_p, shift_right_arithmetic = _binary("shift_right_arithmetic", "int")
+eq_p, eq = _binary("eq", "any", dtypes.bool_)
+ne_p, ne = _binary("ne", "any", dtypes.bool_)
+lt_p, lt = _binary("lt", "num", dtypes.bool_)
+le_p, le = _binary("le", "num", dtypes.bool_)
+gt_p, gt = _binary("gt", "num", dtypes.bool_)
+ge_p, ge = _binary("ge", "num", dtypes.bool_)
 
 
 # ------------------------------------------------------------------------------------------------- select_n
 select_n_p = Primitive("select_n")
+select_n_p.linear_in, select_n_p.elementwise = "all", True
 
 
 @select_n_p.def_abstract_eval
@@ -278,34 +284,6 @@ def clamp(lo, x, hi):
     return bind(clamp_p, lo, x, hi)
 
 
-# ------------------------------------------------------------------------------------------ convert_element_type
-convert_element_type_p = Primitive("convert_element_type")
-
-
-@convert_element_type_p.def_abstract_eval
-def _convert_element_type_abstract_eval(x, *, new_dtype, weak_type=False):
-    return ShapedArray(x.shape, dtypes.canonicalize(new_dtype), weak_type)
-
-
-@jvp_rule(convert_element_type_p)
-def _convert_element_type_jvp(out, primals, tangents, *, new_dtype, weak_type=False):
-    (x,), (t,) = primals, tangents
-    return convert_element_type(t, new_dtype) if dtypes.is_float(x.dtype) else Zero(tangent_aval(out))
-
-
-@convert_element_type_p.def_transpose
-def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type=False):
-    return [convert_element_type(ct, x.aval.dtype)]
-
-
-convert_element_type_p.def_batch(vectorized_batch(convert_element_type_p))
-
-
-def convert_element_type(x, new_dtype, weak_type: bool = False):
-    """Cast to ``new_dtype``: ``lax.convert_element_type(x, 'float32')``."""
-    return bind(convert_element_type_p, x, new_dtype=dtypes.canonicalize(new_dtype), weak_type=weak_type)
-
-
 # --------------------------------------------------------------------------------------------- stop_gradient
 stop_gradient_p = Primitive("stop_gradient")
 stop_gradient_p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype, is_weak(x)))
@@ -318,3 +296,7 @@ def stop_gradient(x):
     from flfun.tree import tree_map
     return tree_map(lambda a: bind(stop_gradient_p, a), x)
 
+
+
+__all__ = sorted(n for n, v in globals().items() if not n.startswith("_") and (
+    isinstance(v, Primitive) or callable(v) and getattr(v, "__module__", None) == __name__))

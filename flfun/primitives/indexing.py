@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, get_aval, is_weak, short
-from flfun.primitives import elementwise as E, shape as S
-from flfun.primitives.common import (instantiate, is_undefined, is_zero, jvp_rule, moveaxis, moveaxis_to_front,
+from flfun.primitives import elementwise as E
+from flfun.primitives.base import full
+from flfun.primitives.rules import (instantiate, is_undefined, is_zero, jvp_rule, moveaxis, moveaxis_to_front,
                                      not_mapped)
 
 MODES = ("clip", "fill", "promise_in_bounds")
@@ -17,7 +18,7 @@ SCATTER_OPS = ("set", "add", "mul", "min", "max")
 def _full_like(x, value):
     """A filled array with the aval of a rule operand (an ``UndefinedPrimal``, an array, or a Python scalar)."""
     aval = x.aval if is_undefined(x) else get_aval(x)
-    return S.full(aval.shape, value, aval.dtype)
+    return full(aval.shape, value, aval.dtype)
 
 
 def _check_choice(prim: str, err: type, /, **chosen) -> None:
@@ -49,6 +50,7 @@ def _gather_shape(op: str, operand, indices, axes, batch_dims, mode) -> tuple[in
 
 # ------------------------------------------------------------------------------------------------------- gather
 gather_p = Primitive("gather")
+gather_p.linear_in = (0,)
 
 
 @gather_p.def_abstract_eval

@@ -11,7 +11,7 @@ from typing import NamedTuple
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
 from flfun.primitives import elementwise as E, shape as S
-from flfun.primitives.common import batch_axes, check_kinds, guarded_jvp, is_undefined, is_zero, moveaxis
+from flfun.primitives.rules import batch_axes, check_kinds, guarded_jvp, is_undefined, is_zero, moveaxis
 
 
 def _argsort(xs: Sequence[int]) -> tuple[int, ...]:
@@ -40,6 +40,7 @@ def _bilinear(prim: Primitive, transpose_lhs, transpose_rhs) -> None:
 
 # ------------------------------------------------------------------------------------------------- dot_general
 dot_general_p = Primitive("dot_general")
+dot_general_p.linear_in = "all"
 
 
 @dot_general_p.def_abstract_eval
@@ -154,6 +155,7 @@ def conv_output_shape(in_sizes, window, strides, padding, lhs_dilation, rhs_dila
 
 
 conv_general_dilated_p = Primitive("conv_general_dilated")
+conv_general_dilated_p.linear_in = "all"
 
 
 @conv_general_dilated_p.def_abstract_eval

@@ -7,30 +7,9 @@ from __future__ import annotations
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
 from flfun.primitives import elementwise as E, shape as S
-from flfun.primitives.common import batch_axes, check_kinds, guarded_jvp, jvp_rule, linear_jvp, zero_jvp
+from flfun.primitives.base import reduce_sum, reduce_sum_p  # noqa: F401  (reduce.reduce_sum_p)
+from flfun.primitives.rules import batch_axes, check_kinds, guarded_jvp, jvp_rule, linear_jvp, reduction, zero_jvp
 from flfun.util import prod
-
-
-def _reduction(name: str, kinds: str, jvp=None) -> Primitive:
-    """A reduction primitive over a tuple of ``axes`` with its shape rule and batching rule; ``jvp(p)`` gives its
-    jvp rule (None: the caller adds it)."""
-    p = Primitive(name)
-    if jvp is not None:
-        p.def_jvp(jvp(p))
-
-    @p.def_abstract_eval
-    def abstract_eval(x, *, axes):
-        check_kinds(name, kinds, x)
-        if (not isinstance(axes, tuple) or len(set(axes)) != len(axes)
-                or any(type(a) is not int or not 0 <= a < len(x.shape) for a in axes)):
-            raise TypeError(f"{name}: axes {axes!r} must be a tuple of distinct ints within the rank of {short(x)}")
-        return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype, is_weak(x))
-
-    @p.def_batch
-    def batch(axis_data, args, dims, *, axes):
-        axes, out_dim = batch_axes(axes, dims[0])
-        return p.bind(args[0], axes=axes), out_dim
-    return p
 
 
 def _axis_op(name: str, kinds: str, out_aval, keeps_axis: bool, jvp=None) -> Primitive:
@@ -62,26 +41,6 @@ def _kept(x, axes) -> tuple[int, ...]:
     return tuple(i for i in range(len(x.shape)) if i not in axes)
 
 
-# --------------------------------------------------------------------------------------------------- reduce_sum
-reduce_sum_p = _reduction("reduce_sum", "num", linear_jvp)
-
-
-@reduce_sum_p.def_transpose
-def _reduce_sum_transpose(ct, x, *, axes):
-    return [S.broadcast_in_dim(ct, x.aval.shape, _kept(x.aval, axes))]
-
-
-def reduce_sum(x, axes):
-    """Sum over ``axes`` (non-negative ints).
-
-    Example::
-
-        >>> lax.reduce_sum(fnp.ones((2, 3)), (1,)).tolist()
-        [3.0, 3.0]
-    """
-    return bind(reduce_sum_p, x, axes=_norm_axes(axes))
-
-
 # ------------------------------------------------------------------------------------------ reduce_max / reduce_min
 def _chooser_jvp(prim: Primitive):
     """The tangent at the positions that attain the extremum, averaged over ties (JAX's chooser rule)."""
@@ -92,8 +51,8 @@ def _chooser_jvp(prim: Primitive):
     return guarded_jvp(prim, rule)
 
 
-reduce_max_p = _reduction("reduce_max", "any", _chooser_jvp)
-reduce_min_p = _reduction("reduce_min", "any", _chooser_jvp)
+reduce_max_p = reduction("reduce_max", "any", _chooser_jvp)
+reduce_min_p = reduction("reduce_min", "any", _chooser_jvp)
 
 
 def reduce_max(x, axes):
@@ -119,7 +78,7 @@ def reduce_min(x, axes):
 
 
 # -------------------------------------------------------------------------------------------------- reduce_prod
-reduce_prod_p = _reduction("reduce_prod", "num")
+reduce_prod_p = reduction("reduce_prod", "num")
 
 
 @jvp_rule(reduce_prod_p)
@@ -146,8 +105,8 @@ def reduce_prod(x, axes):
 
 
 # ------------------------------------------------------------------------------------------ reduce_or / reduce_and
-reduce_or_p = _reduction("reduce_or", "bool", zero_jvp)
-reduce_and_p = _reduction("reduce_and", "bool", zero_jvp)
+reduce_or_p = reduction("reduce_or", "bool", zero_jvp)
+reduce_and_p = reduction("reduce_and", "bool", zero_jvp)
 
 
 def reduce_or(x, axes):
@@ -221,6 +180,7 @@ def _log_step_scan(x, t, axis, reverse, identity, combine):
 
 
 cumsum_p = _scan("cumsum", linear_jvp)
+cumsum_p.linear_in = "all"
 
 
 @cumsum_p.def_transpose
@@ -297,5 +257,5 @@ def cummin(x, axis: int, reverse: bool = False):
 
 
 __all__ = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_or", "reduce_and", "argmax", "argmin",
-           "cumsum", "cumprod", "cummax", "cummin", "reduce_sum_p", "reduce_max_p", "reduce_min_p", "reduce_prod_p",
+           "cumsum", "cumprod", "cummax", "cummin", "reduce_max_p", "reduce_min_p", "reduce_prod_p",
            "reduce_or_p", "reduce_and_p", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "cummax_p", "cummin_p"]

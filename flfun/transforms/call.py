@@ -18,7 +18,7 @@ from flfun.compiler.passes import partial_eval
 from flfun.compiler.pipeline import compile_program
 from flfun.core import Primitive, ShapedArray, Tracer, _state, get_aval, register_impl, to_array
 from flfun.ir import ClosedProgram, Eqn, Literal, Program, eval_program
-from flfun.primitives.common import (UndefinedPrimal, Zero, is_zero, moveaxis, moveaxis_to_front, not_mapped,
+from flfun.primitives.rules import (UndefinedPrimal, Zero, is_zero, moveaxis, moveaxis_to_front, not_mapped,
                                     tangent_aval)
 from flfun.transforms.staging import trace_to_program
 

@@ -12,7 +12,7 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Trace, Tracer, full_lower, full_raise, get_aval, missing_rule, new_main, to_array
 from flfun.ir import eval_program
-from flfun.primitives.common import Zero, instantiate, is_zero, tangent_aval
+from flfun.primitives.rules import Zero, instantiate, is_zero, tangent_aval
 from flfun.transforms.staging import trace_to_program
 from flfun.tree import tree_flatten, tree_unflatten
 

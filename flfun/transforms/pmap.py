@@ -21,7 +21,7 @@ from flfun.devices import devices as all_devices, local_device_count, process_co
 from flfun.distributed.spmd import Mesh, run_spmd
 from flfun.ir import ClosedProgram
 from flfun.primitives.collective import all_gather, axis_index, psum
-from flfun.primitives.common import is_zero, moveaxis
+from flfun.primitives.rules import is_zero, moveaxis
 from flfun.primitives.elementwise import eq, select_n
 from flfun.primitives.shape import dynamic_slice, full, squeeze
 from flfun.sharded import ShardedArray

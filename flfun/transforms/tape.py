@@ -14,18 +14,8 @@ recorded as well. Tests compare tape gradients with linearize + transpose for ev
 from __future__ import annotations
 
 from flfun.core import _refresh_state, _state, get_aval, wrap
-from flfun.primitives.common import UndefinedPrimal, Zero, instantiate, is_zero, unbroadcast
+from flfun.primitives.rules import UndefinedPrimal, Zero, instantiate, is_zero, unbroadcast
 from flfun.primitives.elementwise import add
-
-# Operands in which each primitive is linear (given the others): the transpose rule gives their vjp directly.
-LINEAR_IN: dict[str, tuple[int, ...] | str] = {
-    "add": "all", "sub": "all", "neg": "all", "mul": "all", "div": (0,), "select_n": "all",
-    "convert_element_type": "all", "broadcast_in_dim": "all", "reshape": "all", "transpose": "all",
-    "reduce_sum": "all", "slice": "all", "pad": "all", "squeeze": "all", "expand_dims": "all", "rev": "all",
-    "concatenate": "all", "dynamic_slice": (0,), "dynamic_update_slice": (0, 1), "gather": (0,),
-    "dot_general": "all", "conv_general_dilated": "all", "cumsum": "all",
-}
-
 
 class Tape:
     """Records evaluations whose operands descend from the watched inputs (``index``: ids of the Arrays that do)
@@ -49,7 +39,7 @@ def node_vjp(prim, params, args, outs, cts: list, need: list[int]) -> dict[int, 
         tangent = prim.elementwise_tangent
         if tangent is not None:
             return {0: tangent(ct, args[0], outs[0])}
-        linear = LINEAR_IN.get(prim.name)
+        linear = prim.linear_in    # the operands it is linear in: the transpose rule gives their vjp directly
         if prim.transpose is not None and linear is not None and (linear == "all" or set(need) <= set(linear)):
             return {i: prim.transpose(ct, *[UndefinedPrimal(get_aval(a)) if j == i else a for j, a in enumerate(args)],
                                       **params)[i] for i in need}

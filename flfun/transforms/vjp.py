@@ -12,7 +12,7 @@ from flfun.array import Array
 from flfun.config import config
 from flfun.core import _state, bind, get_aval, missing_rule, wrap
 from flfun.ir import Literal, Program, Var
-from flfun.primitives.common import UndefinedPrimal, Zero, instantiate, is_zero
+from flfun.primitives.rules import UndefinedPrimal, Zero, instantiate, is_zero
 from flfun.primitives.elementwise import add
 from flfun.primitives.shape import full as full_array
 from flfun.transforms.tape import tape_vjp_flat

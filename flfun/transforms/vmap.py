@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
 from flfun.core import Trace, Tracer, full_lower, full_raise, get_aval, missing_rule, new_main
-from flfun.primitives.common import moveaxis, moveaxis_to_front, not_mapped
+from flfun.primitives.rules import moveaxis, moveaxis_to_front, not_mapped
 from flfun.transforms.jvp import flatten_fun
 from flfun.tree import broadcast_prefix, tree_flatten, tree_unflatten
 from flfun.util import canonical_axis

@@ -15,7 +15,7 @@ import threading
 import numpy as np
 
 from flfun.backends.cuda import lowering
-from flfun.compiler.executor import CodeGen, accepts_out, load, setup_arena, writes_out
+from flfun.compiler.executor import CodeGen, load, setup_arena, writes_out
 from flfun.compiler.fusion import FusedPrimitive, fuse_elementwise
 from flfun.compiler.liveness import plan_program
 from flfun.compiler.pipeline import optimized
@@ -126,7 +126,7 @@ def generate(program: Program, plan: MemoryPlan, device, consts: list, arena):
     def out_args(e: Eqn, fn) -> list[str]:
         if isinstance(e.prim, FusedPrimitive):
             return [f"out=({', '.join(g.target(v) or 'None' for v in e.outputs)},)"]
-        if len(e.outputs) == 1 and not e.prim.multiple_results and accepts_out(fn):
+        if len(e.outputs) == 1 and not e.prim.multiple_results and device.backend in e.prim.writes_out:
             t = g.target(e.outputs[0])
             return [] if t is None else [f"out={t}"]
         return []

@@ -1,97 +1,129 @@
-"""Elementwise impls against an array module ``xp``. ufuncs are used bare so that the eager path stays lean
-and the jit executor can pass ``out=``."""
+"""Elementwise impls against an array module ``xp``: module-level functions taking ``xp`` first, bound by
+``impls(xp)``; ufuncs are used bare so that the eager path stays lean and the jit executor can pass ``out=``."""
 from __future__ import annotations
 
 import functools
 import math
 import operator
 
-from flfun.backends.xp import finish
+import numpy as np
+
+from flfun.backends.xp import WritesOut, finish
+
+
+def rsqrt(xp, x, out=None):
+    r = xp.sqrt(x, out=out)
+    return xp.divide(1, r, out=r) if out is not None else 1 / r
+
+
+def logistic(xp, x):
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+_erf_scalar = np.vectorize(math.erf, otypes=[float])
+
+
+def erf(xp, x):
+    if xp.__name__ == "numpy":
+        return _erf_scalar(x).astype(x.dtype, copy=False)
+    from cupyx.scipy import special
+    return special.erf(x)
+
+
+def shift_right_logical(xp, x, y):
+    unsigned = xp.dtype(f"uint{x.dtype.itemsize * 8}")
+    out = xp.right_shift(xp.asarray(x).view(unsigned), y.astype(unsigned))
+    return xp.where(y >= x.dtype.itemsize * 8, 0, out).astype(x.dtype)
+
+
+def shift_left(xp, x, y):
+    return xp.where(y >= x.dtype.itemsize * 8, 0, xp.left_shift(x, y)).astype(x.dtype)
+
+
+def select_n(xp, which, *cases, out=None):
+    if out is not None and out.size >= 4096 and len(cases) == 2 and which.dtype == bool and xp.__name__ == "numpy":
+        return _bitselect(xp, which, cases[0], cases[1], out)
+    if len(cases) == 1:
+        res = xp.broadcast_to(cases[0], xp.broadcast_shapes(xp.shape(which), xp.shape(cases[0]))).copy()
+    elif which.dtype == bool:
+        res = xp.where(which, cases[1], cases[0])
+    else:
+        try:
+            res = xp.choose(which, cases)
+        except (ValueError, TypeError):    # out of range, more than 64 cases or a uint64 selector
+            res = choose_many(xp, which, cases)
+    return finish(res, out)
+
+
+def choose_many(xp, which, cases):
+    """``xp.choose`` by one ``where`` per case, for what it refuses; an out-of-range selector is an error."""
+    lo, hi = (which.min(), which.max()) if which.size else (0, 0)
+    if lo < 0 or hi >= len(cases):
+        raise ValueError(f"select_n: the selector must lie in [0, {len(cases)}) to pick one of "
+                         f"{len(cases)} cases, got values in [{lo}, {hi}]")
+    res = cases[-1]
+    for k in range(len(cases) - 1):
+        res = xp.where(which == k, cases[k], res)
+    return res
+
+
+def integer_pow(xp, x, *, y):
+    if y == 2:
+        return xp.square(x)
+    if y == 1:
+        return x
+    if 3 <= y <= 8:   # repeated multiplication: xp.power on floats is ~50x slower than a multiply
+        return functools.reduce(operator.mul, [x] * y)
+    return xp.power(x, y).astype(x.dtype, copy=False)
+
+
+def div(xp, x, y, out=None):
+    if x.dtype.kind in "iu":   # integer division truncates toward zero (C semantics, like lax.div)
+        q = xp.floor_divide(x, y)
+        fix = (xp.remainder(x, y) != 0) & ((x < 0) != (y < 0))
+        return (q + fix).astype(x.dtype, copy=False)
+    return xp.true_divide(x, y, out=out)
+
+
+def clamp(xp, lo, x, hi):
+    return xp.minimum(xp.maximum(x, lo), hi)
+
+
+def convert_element_type(xp, x, *, new_dtype, weak_type=False):
+    return x.astype(new_dtype)
+
+
+def rem(xp, x, y):
+    return xp.fmod(x, y)     # (not the bare ufunc: jit gives it no out=, as before)
+
+
+def _identity(xp, x):
+    return x
+
+
+# primitive name -> the ufunc's name in xp
+UFUNCS = {"neg": "negative", "abs": "absolute", "sign": "sign", "exp": "exp", "log": "log", "log1p": "log1p",
+          "expm1": "expm1", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh",
+          "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "floor": "floor",
+          "ceil": "ceil", "is_finite": "isfinite", "not": "invert", "add": "add", "sub": "subtract",
+          "mul": "multiply", "pow": "power", "max": "maximum", "min": "minimum", "atan2": "arctan2",
+          "nextafter": "nextafter", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+          "shift_right_arithmetic": "right_shift", "eq": "equal", "ne": "not_equal", "lt": "less",
+          "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
 
 
 def impls(xp) -> dict:
-    def rsqrt(x, out=None):
-        r = xp.sqrt(x, out=out)
-        return xp.divide(1, r, out=r) if out is not None else 1 / r
-
-    def logistic(x):
-        e = xp.exp(-xp.abs(x))
-        return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
-
-    erf_scalar = xp.vectorize(math.erf, otypes=[float]) if hasattr(xp, "vectorize") else None
-
-    def erf(x):
-        if xp.__name__ == "numpy":
-            return erf_scalar(x).astype(x.dtype, copy=False)
-        from cupyx.scipy import special
-        return special.erf(x)
-
-    def shift_right_logical(x, y):
-        unsigned = xp.dtype(f"uint{x.dtype.itemsize * 8}")
-        out = xp.right_shift(xp.asarray(x).view(unsigned), y.astype(unsigned))
-        return xp.where(y >= x.dtype.itemsize * 8, 0, out).astype(x.dtype)
-
-    def shift_left(x, y):
-        return xp.where(y >= x.dtype.itemsize * 8, 0, xp.left_shift(x, y)).astype(x.dtype)
-
-    def select_n(which, *cases, out=None):
-        if out is not None and out.size >= 4096 and len(cases) == 2 and which.dtype == bool \
-                and xp.__name__ == "numpy":
-            return _bitselect(xp, which, cases[0], cases[1], out)
-        if len(cases) == 1:
-            res = xp.broadcast_to(cases[0], xp.broadcast_shapes(xp.shape(which), xp.shape(cases[0]))).copy()
-        elif which.dtype == bool:
-            res = xp.where(which, cases[1], cases[0])
-        else:
-            try:
-                res = xp.choose(which, cases)
-            except (ValueError, TypeError):    # out of range, more than 64 cases or a uint64 selector
-                res = choose_many(which, cases)
-        return finish(res, out)
-
-    def choose_many(which, cases):
-        """``xp.choose`` by one ``where`` per case, for what it refuses; an out-of-range selector is an error."""
-        lo, hi = (which.min(), which.max()) if which.size else (0, 0)
-        if lo < 0 or hi >= len(cases):
-            raise ValueError(f"select_n: the selector must lie in [0, {len(cases)}) to pick one of "
-                             f"{len(cases)} cases, got values in [{lo}, {hi}]")
-        res = cases[-1]
-        for k in range(len(cases) - 1):
-            res = xp.where(which == k, cases[k], res)
-        return res
-
-    def integer_pow(x, *, y):
-        if y == 2:
-            return xp.square(x)
-        if y == 1:
-            return x
-        if 3 <= y <= 8:   # repeated multiplication: xp.power on floats is ~50x slower than a multiply
-            return functools.reduce(operator.mul, [x] * y)
-        return xp.power(x, y).astype(x.dtype, copy=False)
-
-    def div(x, y, out=None):
-        if x.dtype.kind in "iu":   # integer division truncates toward zero (C semantics, like lax.div)
-            q = xp.floor_divide(x, y)
-            fix = (xp.remainder(x, y) != 0) & ((x < 0) != (y < 0))
-            return (q + fix).astype(x.dtype, copy=False)
-        return xp.true_divide(x, y, out=out)
-
-    return {
-        "neg": xp.negative, "abs": xp.absolute, "sign": xp.sign, "exp": xp.exp, "log": xp.log,
-        "log1p": xp.log1p, "expm1": xp.expm1, "sqrt": xp.sqrt, "rsqrt": rsqrt, "sin": xp.sin, "cos": xp.cos,
-        "tan": xp.tan, "tanh": xp.tanh, "asin": xp.arcsin, "acos": xp.arccos, "atan": xp.arctan,
-        "sinh": xp.sinh, "cosh": xp.cosh, "logistic": logistic, "erf": erf, "floor": xp.floor, "ceil": xp.ceil,
-        "round": xp.round, "is_finite": xp.isfinite, "not": xp.invert, "integer_pow": integer_pow,
-        "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "div": div, "pow": xp.power,
-        "rem": lambda x, y: xp.fmod(x, y), "max": xp.maximum, "min": xp.minimum, "atan2": xp.arctan2,
-        "nextafter": xp.nextafter, "and": xp.bitwise_and, "or": xp.bitwise_or, "xor": xp.bitwise_xor,
-        "shift_left": shift_left, "shift_right_logical": shift_right_logical,
-        "shift_right_arithmetic": xp.right_shift, "eq": xp.equal, "ne": xp.not_equal, "lt": xp.less,
-        "le": xp.less_equal, "gt": xp.greater, "ge": xp.greater_equal, "select_n": select_n,
-        "clamp": lambda lo, x, hi: xp.minimum(xp.maximum(x, lo), hi),
-        "convert_element_type": lambda x, *, new_dtype, weak_type=False: x.astype(new_dtype),
-        "stop_gradient": lambda x: x,
-    }
+    """name -> impl for ``xp``: its ufuncs bare (so the eager path stays lean and jit can pass ``out=``), the
+    functions above with ``xp`` bound."""
+    bound = {name: functools.partial(fn, xp) for name, fn in (
+        ("logistic", logistic), ("erf", erf), ("rem", rem), ("integer_pow", integer_pow), ("shift_left", shift_left),
+        ("shift_right_logical", shift_right_logical), ("clamp", clamp),
+        ("convert_element_type", convert_element_type), ("stop_gradient", _identity))}
+    writes = {name: WritesOut(functools.partial(fn, xp)) for name, fn in (
+        ("rsqrt", rsqrt), ("div", div), ("select_n", select_n))}
+    return {**{name: getattr(xp, u) for name, u in UFUNCS.items()}, **bound, **writes,
+            "round": WritesOut(xp.round)}
 
 
 def _bitselect(xp, which, on_false, on_true, out):

@@ -15,7 +15,7 @@ import itertools
 import string
 from math import prod
 
-from flfun.backends.xp import finish
+from flfun.backends.xp import WritesOut, finish
 from flfun.primitives.linalg import conv_output_shape
 
 
@@ -62,26 +62,23 @@ def _outer_subscripts(nl: int, nr: int, dimension_numbers) -> str:
     return f"{''.join(letters[:nl])},{''.join(rs)}->{''.join(out)}"
 
 
-def _dot_general(xp):
-    matmul, einsum = xp.matmul, xp.einsum
-    einsum_out = xp.__name__ == "numpy"      # cupy's einsum takes no out=
-
-    def dot_general(lhs, rhs, *, dimension_numbers, preferred_element_type=None, out=None):
-        (lc, rc), (lb, _) = dimension_numbers
-        if preferred_element_type is not None and lhs.dtype != preferred_element_type:
-            lhs, rhs = lhs.astype(preferred_element_type), rhs.astype(preferred_element_type)
-        if not lb and lhs.ndim == 2 and rhs.ndim == 2 and len(lc) == 1:   # plain matmul, maybe transposed
-            return matmul(lhs if lc[0] == 1 else lhs.T, rhs if rc[0] == 0 else rhs.T, out=out)
-        if not lc and lhs.ndim + rhs.ndim <= len(string.ascii_letters):
-            # outer products (per-example ones): einsum's loops beat K=1 matmuls and broadcasting
-            spec = _outer_subscripts(lhs.ndim, rhs.ndim, dimension_numbers)
-            return einsum(spec, lhs, rhs, out=out) if einsum_out else finish(einsum(spec, lhs, rhs), out)
-        a, b, shape = dot_operands(xp, xp.asarray(lhs), xp.asarray(rhs), dimension_numbers)
-        if out is not None and out.flags.c_contiguous:
-            matmul(a, b, out=xp.reshape(out, a.shape[:-1] + b.shape[-1:]))
-            return out
-        return finish(xp.reshape(matmul(a, b), shape), out)
-    return dot_general
+def dot_general(xp, lhs, rhs, *, dimension_numbers, preferred_element_type=None, out=None):
+    (lc, rc), (lb, _) = dimension_numbers
+    if preferred_element_type is not None and lhs.dtype != preferred_element_type:
+        lhs, rhs = lhs.astype(preferred_element_type), rhs.astype(preferred_element_type)
+    if not lb and lhs.ndim == 2 and rhs.ndim == 2 and len(lc) == 1:   # plain matmul, maybe transposed
+        return xp.matmul(lhs if lc[0] == 1 else lhs.T, rhs if rc[0] == 0 else rhs.T, out=out)
+    if not lc and lhs.ndim + rhs.ndim <= len(string.ascii_letters):
+        # outer products (per-example ones): einsum's loops beat K=1 matmuls and broadcasting
+        spec = _outer_subscripts(lhs.ndim, rhs.ndim, dimension_numbers)
+        if xp.__name__ == "numpy":      # cupy's einsum takes no out=
+            return xp.einsum(spec, lhs, rhs, out=out)
+        return finish(xp.einsum(spec, lhs, rhs), out)
+    a, b, shape = dot_operands(xp, xp.asarray(lhs), xp.asarray(rhs), dimension_numbers)
+    if out is not None and out.flags.c_contiguous:
+        xp.matmul(a, b, out=xp.reshape(out, a.shape[:-1] + b.shape[-1:]))
+        return out
+    return finish(xp.reshape(xp.matmul(a, b), shape), out)
 
 
 def _scatter_is_cheaper(C, O, K, T, S, N) -> bool:
@@ -93,117 +90,129 @@ def _scatter_is_cheaper(C, O, K, T, S, N) -> bool:
     return scatter < im2col
 
 
-def _conv(xp):
-    as_strided = xp.lib.stride_tricks.as_strided
+def dilate_pad(xp, x, padding, lhs_dilation):
+    """Zero-dilate and pad the spatial dims of ``(N, C, *S)``; negative padding crops."""
+    if all(d == 1 for d in lhs_dilation) and all(lo == 0 and hi == 0 for lo, hi in padding):
+        return x
+    sp = x.shape[2:]
+    dil = [(n - 1) * d + 1 if n else 0 for n, d in zip(sp, lhs_dilation)]
+    full = [max(lo, 0) + n + max(hi, 0) for n, (lo, hi) in zip(dil, padding)]
+    order = sorted(range(x.ndim), key=lambda i: -x.strides[i])      # keep x's memory order (e.g. NHWC)
+    shape = x.shape[:2] + tuple(full)
+    buf = xp.transpose(xp.zeros(tuple(shape[i] for i in order), x.dtype),
+                       tuple(order.index(i) for i in range(x.ndim)))
+    inner = tuple(slice(max(lo, 0), max(lo, 0) + n, d) for n, (lo, _), d in zip(dil, padding, lhs_dilation))
+    buf[(slice(None), slice(None)) + inner] = x
+    crop = tuple(slice(max(-lo, 0), max(max(-lo, 0), f - max(-hi, 0))) for f, (lo, hi) in zip(full, padding))
+    return buf[(slice(None), slice(None)) + crop]
 
-    def dilate_pad(x, padding, lhs_dilation):
-        """Zero-dilate and pad the spatial dims of ``(N, C, *S)``; negative padding crops."""
-        if all(d == 1 for d in lhs_dilation) and all(lo == 0 and hi == 0 for lo, hi in padding):
-            return x
-        sp = x.shape[2:]
-        dil = [(n - 1) * d + 1 if n else 0 for n, d in zip(sp, lhs_dilation)]
-        full = [max(lo, 0) + n + max(hi, 0) for n, (lo, hi) in zip(dil, padding)]
-        order = sorted(range(x.ndim), key=lambda i: -x.strides[i])      # keep x's memory order (e.g. NHWC)
-        shape = x.shape[:2] + tuple(full)
-        buf = xp.transpose(xp.zeros(tuple(shape[i] for i in order), x.dtype),
-                           tuple(order.index(i) for i in range(x.ndim)))
-        inner = tuple(slice(max(lo, 0), max(lo, 0) + n, d) for n, (lo, _), d in zip(dil, padding, lhs_dilation))
-        buf[(slice(None), slice(None)) + inner] = x
-        crop = tuple(slice(max(-lo, 0), max(max(-lo, 0), f - max(-hi, 0))) for f, (lo, hi) in zip(full, padding))
-        return buf[(slice(None), slice(None)) + crop]
 
-    def scatter_conv(x, w, padding, rhs_dilation, osz):
-        """Stride-1 conv as one GEMM per kernel offset over every input position, each added shifted into the
-        result (col2im): ``out[n, o, s] = sum_k y_k[n, o, s + k * r - lo]``. Channels-last data gives
-        ``y_k = x (N*T, C) @ w_k (C, O)`` and an ``(N, *S, O)`` result, else ``w_k (O, C) @ x (C, N*T)`` and
-        ``(O, N, *S)``. Returns the canonical ``(N, O, *S)`` view."""
-        (N, C), T, (O, K) = x.shape[:2], tuple(x.shape[2:]), (w.shape[0], tuple(w.shape[2:]))
-        sp, ns = tuple(range(2, 2 + len(T))), len(T)
-        last = C > 1 and x.strides[1] == x.itemsize
-        if last:
-            x2, wk = xp.reshape(xp.transpose(x, (0,) + sp + (1,)), (N * prod(T), C)), xp.transpose(w, sp + (1, 0))
-            res, y = xp.zeros((N,) + osz + (O,), x.dtype), xp.empty((N,) + T + (O,), x.dtype)
-        else:
-            x2, wk = xp.reshape(xp.transpose(x, (1, 0) + sp), (C, N * prod(T))), xp.transpose(w, sp + (0, 1))
-            res, y = xp.zeros((O, N) + osz, x.dtype), xp.empty((O, N) + T, x.dtype)
-        y2, lead = xp.reshape(y, (N * prod(T), O) if last else (O, N * prod(T))), (slice(None),) * (2 - last)
-        for kk in itertools.product(*map(range, K)):
-            dst, src = [], []
-            for k, r, (lo, _), t, s in zip(kk, rhs_dilation, padding, T, osz):
-                shift = k * r - lo
-                a, b = max(0, -shift), min(s, t - shift)
-                dst.append(slice(a, max(a, b)))
-                src.append(slice(a + shift, max(a, b) + shift))
-            if all(d.stop > d.start for d in dst):
-                xp.matmul(x2, wk[kk], out=y2) if last else xp.matmul(wk[kk], x2, out=y2)
-                res[lead + tuple(dst)] += y[lead + tuple(src)]
-        return xp.transpose(res, (0, ns + 1) + tuple(range(1, ns + 1)) if last else (1, 0) + sp)
+def scatter_conv(xp, x, w, padding, rhs_dilation, osz):
+    """Stride-1 conv as one GEMM per kernel offset over every input position, each added shifted into the
+    result (col2im): ``out[n, o, s] = sum_k y_k[n, o, s + k * r - lo]``. Channels-last data gives
+    ``y_k = x (N*T, C) @ w_k (C, O)`` and an ``(N, *S, O)`` result, else ``w_k (O, C) @ x (C, N*T)`` and
+    ``(O, N, *S)``. Returns the canonical ``(N, O, *S)`` view."""
+    (N, C), T, (O, K) = x.shape[:2], tuple(x.shape[2:]), (w.shape[0], tuple(w.shape[2:]))
+    sp, ns = tuple(range(2, 2 + len(T))), len(T)
+    last = C > 1 and x.strides[1] == x.itemsize
+    if last:
+        x2, wk = xp.reshape(xp.transpose(x, (0,) + sp + (1,)), (N * prod(T), C)), xp.transpose(w, sp + (1, 0))
+        res, y = xp.zeros((N,) + osz + (O,), x.dtype), xp.empty((N,) + T + (O,), x.dtype)
+    else:
+        x2, wk = xp.reshape(xp.transpose(x, (1, 0) + sp), (C, N * prod(T))), xp.transpose(w, sp + (0, 1))
+        res, y = xp.zeros((O, N) + osz, x.dtype), xp.empty((O, N) + T, x.dtype)
+    y2, lead = xp.reshape(y, (N * prod(T), O) if last else (O, N * prod(T))), (slice(None),) * (2 - last)
+    for kk in itertools.product(*map(range, K)):
+        dst, src = [], []
+        for k, r, (lo, _), t, s in zip(kk, rhs_dilation, padding, T, osz):
+            shift = k * r - lo
+            a, b = max(0, -shift), min(s, t - shift)
+            dst.append(slice(a, max(a, b)))
+            src.append(slice(a + shift, max(a, b) + shift))
+        if all(d.stop > d.start for d in dst):
+            xp.matmul(x2, wk[kk], out=y2) if last else xp.matmul(wk[kk], x2, out=y2)
+            res[lead + tuple(dst)] += y[lead + tuple(src)]
+    return xp.transpose(res, (0, ns + 1) + tuple(range(1, ns + 1)) if last else (1, 0) + sp)
 
-    def conv(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-             feature_group_count, batch_group_count, out=None):
-        lspec, rspec, ospec = dimension_numbers
-        x = xp.transpose(lhs, lspec)                                       # (N, C, *T)
-        w = xp.transpose(rhs, rspec)                                       # (O, Cg, *K)
-        B, G = batch_group_count, feature_group_count
-        (N, C), (O, Cg), ksz, ns = x.shape[:2], w.shape[:2], tuple(w.shape[2:]), x.ndim - 2
-        osz = conv_output_shape(x.shape[2:], ksz, window_strides, padding, lhs_dilation, rhs_dilation)
-        final = tuple(sorted(range(ns + 2), key=ospec.__getitem__))
-        BG, Nb, K, S = B * G, N // B, prod(ksz), prod(osz)
-        if BG == 1 and all(s == 1 for s in window_strides) and all(d == 1 for d in lhs_dilation) \
-                and _scatter_is_cheaper(C, O, K, prod(x.shape[2:]), S, N):
-            return finish(xp.transpose(scatter_conv(x, w, padding, rhs_dilation, osz), final), out)
-        x = dilate_pad(x, padding, lhs_dilation)                           # (N, C, *S)
-        st = x.strides[2:]
-        win = as_strided(x, (N, C) + ksz + osz, x.strides[:2] + tuple(s * r for s, r in zip(st, rhs_dilation))
-                         + tuple(s * w_ for s, w_ in zip(st, window_strides)))          # (N, C, *K, *O), a view
-        win = xp.reshape(win, (B, Nb, G, C // G) + ksz + osz)
-        kax, oax, sp = tuple(range(4, 4 + ns)), tuple(range(4 + ns, 4 + 2 * ns)), tuple(range(2, ns + 2))
-        # copy the columns so that the copy's innermost run is a long contiguous one; one GEMM per group
-        if BG == 1 and N > 1 and x.strides[0] == x.itemsize and osz:   # e.g. the kernel gradient of NHWC data
-            layout = "ckn"                                   # rows (c, *K), columns (*O, n)
-        elif osz and (C > 1 and x.strides[1] == x.itemsize or C == 1 and ospec[1] == ns + 1):
-            layout = "skc"                                   # channels-last data: rows (n, *O), columns (*K, c)
-        elif osz and ksz[-1] * (rhs_dilation[-1] == 1) > osz[-1] * (window_strides[-1] == 1):
-            layout = "sck"                                   # rows (n, *O), columns (c, *K)
-        else:
-            layout = "cks"                                   # rows (c, *K), columns (n, *O)
-        if layout == "cks" and BG == 1 and Cg * K <= 32:   # thin GEMMs, one per example (BLAS runs them unthreaded)
-            cols, wm = xp.reshape(win, (Nb, Cg * K, S)), xp.reshape(w, (O, Cg * K))
-            if out is not None and out.flags.c_contiguous and final == tuple(range(ns + 2)):
-                xp.matmul(wm, cols, out=xp.reshape(out, (Nb, O, S)))
-                return out
-            return finish(xp.transpose(xp.reshape(xp.matmul(wm, cols), (Nb, O) + osz), final), out)
-        if layout == "skc":
-            wm = xp.reshape(xp.transpose(w, (0,) + sp + (1,)), (BG, O // BG, K * Cg))
-            cols = xp.reshape(xp.transpose(win, (0, 2, 1) + oax + kax + (3,)), (BG, Nb * S, K * Cg))
-        elif layout == "ckn":
-            wm = xp.reshape(xp.transpose(w, (1,) + sp + (0,)), (1, Cg * K, O))
-            cols = xp.reshape(xp.transpose(win, (0, 2, 3) + kax + oax + (1,)), (1, Cg * K, S * Nb))
-        else:
-            wm = xp.reshape(w, (BG, O // BG, Cg * K))
-            perm = (0, 2, 1) + oax + (3,) + kax if layout == "sck" else (0, 2, 3) + kax + (1,) + oax
-            cols = xp.reshape(xp.transpose(win, perm),
-                              (BG, Nb * S, Cg * K) if layout == "sck" else (BG, Cg * K, Nb * S))
-        if BG == 1:   # the GEMM's result as canonical axes (n = 0, o = 1, spatial 2...)
-            a, b, raw_axes = {"skc": (cols[0], wm[0].T, (0,) + sp + (1,)), "sck": (cols[0], wm[0].T, (0,) + sp + (1,)),
-                              "cks": (wm[0], cols[0], (1, 0) + sp), "ckn": (cols[0].T, wm[0], sp + (0, 1))}[layout]
-            comp = tuple(raw_axes.index(i) for i in final)
-            if out is not None and out.flags.c_contiguous and comp == tuple(range(ns + 2)):
-                xp.matmul(a, b, out=xp.reshape(out, (a.shape[0], b.shape[1])))
-                return out
-            sizes = (Nb, O) + osz
-            raw = xp.reshape(xp.matmul(a, b), tuple(sizes[i] for i in raw_axes))
-            return finish(xp.transpose(raw, comp), out)
-        sck = layout != "cks"     # the GEMM gives (n, *O, o) rows; otherwise (o, n, *O)
-        if sck:
-            raw_shape, to_canonical = (B, G, Nb) + osz + (O // BG,), (2, 0, 1, 3 + ns) + tuple(range(3, 3 + ns))
-        else:
-            raw_shape, to_canonical = (B, G, O // BG, Nb) + osz, (3, 0, 1, 2) + tuple(range(4, 4 + ns))
-        raw = xp.matmul(cols, xp.swapaxes(wm, -1, -2)) if sck else xp.matmul(wm, cols)
-        res = xp.reshape(xp.transpose(xp.reshape(raw, raw_shape), to_canonical), (Nb, O) + osz)
-        return finish(xp.transpose(res, final), out)
-    return conv
+
+def _columns_layout(x, N, C, BG, ksz, osz, ospec, rhs_dilation, window_strides) -> str:
+    """How to copy the im2col columns so that the copy's innermost run is a long contiguous one (one GEMM per
+    group): rows and columns of the column matrix, e.g. ``"skc"``: rows (n, *O), columns (*K, c)."""
+    ns = len(osz)
+    if BG == 1 and N > 1 and x.strides[0] == x.itemsize and osz:   # e.g. the kernel gradient of NHWC data
+        return "ckn"                                     # rows (c, *K), columns (*O, n)
+    if osz and (C > 1 and x.strides[1] == x.itemsize or C == 1 and ospec[1] == ns + 1):
+        return "skc"                                     # channels-last data: rows (n, *O), columns (*K, c)
+    if osz and ksz[-1] * (rhs_dilation[-1] == 1) > osz[-1] * (window_strides[-1] == 1):
+        return "sck"                                     # rows (n, *O), columns (c, *K)
+    return "cks"                                         # rows (c, *K), columns (n, *O)
+
+
+def _grouped_result(xp, cols, wm, sck: bool, B, G, Nb, O, osz):
+    """The batched GEMM of a grouped convolution as ``(Nb, O, *osz)``: with ``sck`` it gives (n, *O, o) rows,
+    otherwise (o, n, *O)."""
+    ns, BG = len(osz), B * G
+    if sck:
+        raw_shape, to_canonical = (B, G, Nb) + osz + (O // BG,), (2, 0, 1, 3 + ns) + tuple(range(3, 3 + ns))
+    else:
+        raw_shape, to_canonical = (B, G, O // BG, Nb) + osz, (3, 0, 1, 2) + tuple(range(4, 4 + ns))
+    raw = xp.matmul(cols, xp.swapaxes(wm, -1, -2)) if sck else xp.matmul(wm, cols)
+    return xp.reshape(xp.transpose(xp.reshape(raw, raw_shape), to_canonical), (Nb, O) + osz)
+
+
+def conv(xp, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+         feature_group_count, batch_group_count, out=None):
+    lspec, rspec, ospec = dimension_numbers
+    x = xp.transpose(lhs, lspec)                                       # (N, C, *T)
+    w = xp.transpose(rhs, rspec)                                       # (O, Cg, *K)
+    B, G = batch_group_count, feature_group_count
+    (N, C), (O, Cg), ksz, ns = x.shape[:2], w.shape[:2], tuple(w.shape[2:]), x.ndim - 2
+    osz = conv_output_shape(x.shape[2:], ksz, window_strides, padding, lhs_dilation, rhs_dilation)
+    final = tuple(sorted(range(ns + 2), key=ospec.__getitem__))
+    BG, Nb, K, S = B * G, N // B, prod(ksz), prod(osz)
+    if BG == 1 and all(s == 1 for s in window_strides) and all(d == 1 for d in lhs_dilation) \
+            and _scatter_is_cheaper(C, O, K, prod(x.shape[2:]), S, N):
+        return finish(xp.transpose(scatter_conv(xp, x, w, padding, rhs_dilation, osz), final), out)
+    x = dilate_pad(xp, x, padding, lhs_dilation)                       # (N, C, *S)
+    st = x.strides[2:]
+    strides = x.strides[:2] + tuple(s * r for s, r in zip(st, rhs_dilation)) + tuple(
+        s * w_ for s, w_ in zip(st, window_strides))
+    win = xp.lib.stride_tricks.as_strided(x, (N, C) + ksz + osz, strides)   # (N, C, *K, *O), a view
+    win = xp.reshape(win, (B, Nb, G, C // G) + ksz + osz)
+    kax, oax, sp = tuple(range(4, 4 + ns)), tuple(range(4 + ns, 4 + 2 * ns)), tuple(range(2, ns + 2))
+    layout = _columns_layout(x, N, C, BG, ksz, osz, ospec, rhs_dilation, window_strides)
+    if layout == "cks" and BG == 1 and Cg * K <= 32:   # thin GEMMs, one per example (BLAS runs them unthreaded)
+        cols, wm = xp.reshape(win, (Nb, Cg * K, S)), xp.reshape(w, (O, Cg * K))
+        if out is not None and out.flags.c_contiguous and final == tuple(range(ns + 2)):
+            xp.matmul(wm, cols, out=xp.reshape(out, (Nb, O, S)))
+            return out
+        return finish(xp.transpose(xp.reshape(xp.matmul(wm, cols), (Nb, O) + osz), final), out)
+    if layout == "skc":
+        wm = xp.reshape(xp.transpose(w, (0,) + sp + (1,)), (BG, O // BG, K * Cg))
+        cols = xp.reshape(xp.transpose(win, (0, 2, 1) + oax + kax + (3,)), (BG, Nb * S, K * Cg))
+    elif layout == "ckn":
+        wm = xp.reshape(xp.transpose(w, (1,) + sp + (0,)), (1, Cg * K, O))
+        cols = xp.reshape(xp.transpose(win, (0, 2, 3) + kax + oax + (1,)), (1, Cg * K, S * Nb))
+    else:
+        wm = xp.reshape(w, (BG, O // BG, Cg * K))
+        perm = (0, 2, 1) + oax + (3,) + kax if layout == "sck" else (0, 2, 3) + kax + (1,) + oax
+        cols = xp.reshape(xp.transpose(win, perm),
+                          (BG, Nb * S, Cg * K) if layout == "sck" else (BG, Cg * K, Nb * S))
+    if BG == 1:   # the GEMM's result as canonical axes (n = 0, o = 1, spatial 2...)
+        a, b, raw_axes = {"skc": (cols[0], wm[0].T, (0,) + sp + (1,)), "sck": (cols[0], wm[0].T, (0,) + sp + (1,)),
+                          "cks": (wm[0], cols[0], (1, 0) + sp), "ckn": (cols[0].T, wm[0], sp + (0, 1))}[layout]
+        comp = tuple(raw_axes.index(i) for i in final)
+        if out is not None and out.flags.c_contiguous and comp == tuple(range(ns + 2)):
+            xp.matmul(a, b, out=xp.reshape(out, (a.shape[0], b.shape[1])))
+            return out
+        sizes = (Nb, O) + osz
+        raw = xp.reshape(xp.matmul(a, b), tuple(sizes[i] for i in raw_axes))
+        return finish(xp.transpose(raw, comp), out)
+    res = _grouped_result(xp, cols, wm, layout != "cks", B, G, Nb, O, osz)
+    return finish(xp.transpose(res, final), out)
 
 
 def impls(xp) -> dict:
-    return {"dot_general": _dot_general(xp), "conv_general_dilated": _conv(xp)}
+    """name -> impl for ``xp``."""
+    return {"dot_general": WritesOut(functools.partial(dot_general, xp)),
+            "conv_general_dilated": WritesOut(functools.partial(conv, xp))}
