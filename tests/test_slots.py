@@ -26,6 +26,16 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 F32 = rules.ShapedArray((4,), np.dtype("float32"))
 
 
+@pytest.fixture(autouse=True)
+def _forget_test_primitives():
+    """The primitives a test defines leave the registry with it (other files reuse such names)."""
+    from flfun import core
+    before = set(core._PRIMITIVES)
+    yield
+    for name in set(core._PRIMITIVES) - before:
+        del core._PRIMITIVES[name]
+
+
 def _unary(name: str, impl, **slots) -> rules.Primitive:
     p = rules.Primitive(name, replace=True)
     p.def_abstract_eval(lambda x, **params: rules.ShapedArray(x.shape, x.dtype))
