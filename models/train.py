@@ -81,8 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in logs)")
     p.add_argument("--skip-nonfinite", action="store_true", help="skip the update of a step whose loss or "
                    "gradient is not finite (counted in metrics.json) instead of stopping the run")
-    p.add_argument("--blas-threads", type=_positive(int), help="BLAS threads per process (default: the cores "
-                   "divided among the processes of this machine; also FLFUN_BLAS_THREADS)")
+    p.add_argument("--cpu-threads", type=_positive(int), help="BLAS threads per process (default: the cores "
+                   "divided among the processes of this machine; also FLFUN_CPU_THREADS)")
     p.add_argument("--devices", type=_positive(int), help="data parallel over N CPU devices (per process) with "
                    "pmap; under mpiexec every process joins (see models/data_parallel.py)")
     p.add_argument("--zero", action="store_true", help="data parallel with the optimizer state sharded (ZeRO-1)")
@@ -449,8 +449,10 @@ def main(argv=None) -> int:
     if args.model == "sample":
         print(sample(args))
         return 0
-    from models.threads import size_blas_threads
-    size_blas_threads(args.blas_threads)
+    from flfun.distributed import threads
+    n = args.cpu_threads or threads.default_cpu_threads(threads.local_processes())
+    if n is not None:       # None: the user sized the BLAS pools with OPENBLAS_NUM_THREADS and friends
+        threads.set_cpu_threads(n)
     try:
         result = train(args)
     except OSError as e:     # e.g. the disk filled up or a folder vanished while writing the outputs

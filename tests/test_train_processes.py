@@ -7,49 +7,45 @@ import sys
 
 import pytest
 
-from models import threads
+from flfun.distributed import threads
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+_VARS = ("FLFUN_CPU_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 @pytest.fixture
 def clean_env(monkeypatch):
-    for var in (threads.ENV, *threads._POOL_VARS, *threads._LOCAL_SIZE):
+    for var in (*_VARS, *threads._LOCAL_SIZE):
         monkeypatch.delenv(var, raising=False)
     return monkeypatch
 
 
-def test_blas_threads_is_the_core_share_unless_asked(clean_env):
-    cores = len(os.sched_getaffinity(0))
-    assert threads.local_processes() == 1 and threads.blas_threads() == cores
+def test_the_thread_share_follows_the_processes_on_this_machine(clean_env):
+    cores = threads.CORES
+    assert threads.local_processes() == 1 and threads.default_cpu_threads(threads.local_processes()) == cores
     clean_env.setenv("MPI_LOCALNRANKS", "2")
-    assert threads.local_processes() == 2 and threads.blas_threads() == max(cores // 2, 1)
+    assert threads.local_processes() == 2 and threads.default_cpu_threads(2) == max(cores // 2, 1)
     clean_env.setenv("MPI_LOCALNRANKS", str(4 * cores))
-    assert threads.blas_threads() == 1
-    assert threads.blas_threads(3) == 3
-    clean_env.setenv(threads.ENV, "5")
-    assert threads.blas_threads() == 5 and threads.blas_threads(2) == 2
-    clean_env.setenv(threads.ENV, "many")
-    with pytest.raises(ValueError, match="FLFUN_BLAS_THREADS must be a positive integer, got 'many'"):
-        threads.blas_threads()
-    with pytest.raises(ValueError, match="expected a positive number of threads, got 0"):
-        threads.blas_threads(0)
-
-
-def test_size_blas_threads_limits_the_loaded_pool(clean_env):
-    from threadpoolctl import threadpool_info
-    assert threads.size_blas_threads() is None                     # one process: numpy's default stays
+    assert threads.default_cpu_threads(threads.local_processes()) == 1
+    clean_env.setenv("FLFUN_CPU_THREADS", "5")
+    assert threads.default_cpu_threads(2) == 5
+    clean_env.delenv("FLFUN_CPU_THREADS")
     clean_env.setenv("OMP_NUM_THREADS", "1")
-    clean_env.setenv("MPI_LOCALNRANKS", "2")
-    assert threads.size_blas_threads() is None                     # the user's own setting wins
-    clean_env.delenv("OMP_NUM_THREADS")
-    before = threadpool_info()
-    try:
-        assert threads.size_blas_threads(1) == 1 and os.environ["OPENBLAS_NUM_THREADS"] == "1"
-        assert all(p["num_threads"] == 1 for p in threadpool_info() if p["user_api"] == "blas")
-    finally:
-        threads._limits.restore_original_limits()
-    assert [p["num_threads"] for p in threadpool_info()] == [p["num_threads"] for p in before]
+    assert threads.default_cpu_threads(2) is None              # the user's own setting wins
+
+
+def test_train_sizes_the_blas_pool(clean_env, tmp_path):
+    code = ("import sys; from models import train; from flfun.distributed import threads; "
+            "train.main(sys.argv[1:]); print('threads', threads.count, [l.num_threads for l in threads.blas_libraries()])")
+    args = ["mlp", "--steps", "1", "--batch-size", "8", "--no-progress", "--out", str(tmp_path)]
+    env = {k: v for k, v in os.environ.items() if k not in _VARS}
+    p = subprocess.run([sys.executable, "-c", code, *args, "--cpu-threads", "1"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("threads")][-1]
+    assert line.startswith("threads 1 ") and set(eval(line.split(" ", 2)[2])) <= {1}, line
 
 
 MPIEXEC = shutil.which("mpiexec") or os.path.join(os.path.dirname(sys.executable), "mpiexec")
@@ -58,7 +54,7 @@ MPIEXEC = shutil.which("mpiexec") or os.path.join(os.path.dirname(sys.executable
 @pytest.mark.skipif(not os.path.exists(MPIEXEC), reason="needs mpiexec (pip install 'flfun[distributed]')")
 def test_under_mpiexec_only_rank_0_writes(tmp_path):
     out, ckd = tmp_path / "out", tmp_path / "ck"
-    env = {k: v for k, v in os.environ.items() if k not in (threads.ENV, *threads._POOL_VARS)}
+    env = {k: v for k, v in os.environ.items() if k not in _VARS}
     p = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "models.train", "mlp", "--steps", "3",
                         "--batch-size", "16", "--no-progress", "--out", str(out), "--checkpoint-dir", str(ckd)],
                        cwd=ROOT, capture_output=True, text=True, timeout=180, env=env)

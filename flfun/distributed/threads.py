@@ -92,6 +92,23 @@ def set_cpu_threads(n: int) -> None:
         lib.set_num_threads(n)
 
 
+_LOCAL_SIZE = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE")
+
+
+def local_processes() -> int:
+    """How many processes of this job share this host, from the launcher's environment (1 outside ``mpiexec``);
+    known before MPI starts, so a program can size its threads before any heavy work.
+
+    Example::
+
+        set_cpu_threads(default_cpu_threads(local_processes()) or CORES)
+    """
+    for var in _LOCAL_SIZE:
+        if os.environ.get(var, "").isdigit() and int(os.environ[var]) > 0:
+            return int(os.environ[var])
+    return 1
+
+
 def default_cpu_threads(ranks_on_host: int) -> int | None:
     """The threads of one of ``ranks_on_host`` processes on this host: ``FLFUN_CPU_THREADS`` if set; ``None``
     (leave BLAS alone) when a BLAS thread variable is set; else its share of the cores."""
@@ -105,4 +122,5 @@ def default_cpu_threads(ranks_on_host: int) -> int | None:
     return max(1, CORES // ranks_on_host)
 
 
-__all__ = ["CORES", "count", "set_cpu_threads", "default_cpu_threads", "blas_threads", "blas_libraries"]
+__all__ = ["CORES", "count", "set_cpu_threads", "default_cpu_threads", "local_processes", "blas_threads",
+           "blas_libraries"]
