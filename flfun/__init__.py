@@ -10,6 +10,7 @@ from flfun.core import (ConcretizationError, Primitive, ShapedArray, UnexpectedT
                         register_impl)
 from flfun.primitives import impl_override
 from flfun.primitives.elementwise import stop_gradient
+from flfun.transforms.custom import custom_jvp, custom_vjp
 from flfun.transforms.jacobians import hessian, jacfwd, jacrev
 from flfun.transforms.jit import jit, make_ir
 from flfun.transforms.jvp import jvp, linearize
@@ -32,7 +33,7 @@ from flfun import checkpoint, nn, optim, random  # noqa: E402
 __version__ = "0.1.0"
 __all__ = [
     "Array", "ShapedArray", "Primitive", "register_impl", "impl_override", "primitives", "dtypes", "tree",
-    "config", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap",
+    "config", "custom_jvp", "custom_vjp", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap",
     "stop_gradient", "get_aval", "register_pytree_node", "register_dataclass", "tree_map", "tree_flatten",
     "tree_unflatten", "tree_leaves", "tree_structure", "ConcretizationError", "UnexpectedTracerError",
     "numpy", "lax", "from_dlpack", "profile", "jit", "make_ir", "pmap", "distributed", "devices", "local_devices",
