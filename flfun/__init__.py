@@ -33,10 +33,11 @@ from flfun import checkpoint, nn, optim, random  # noqa: E402
 __version__ = "0.1.0"
 __all__ = [
     "Array", "ShapedArray", "Primitive", "register_impl", "impl_override", "primitives", "dtypes", "tree",
-    "config", "custom_jvp", "custom_vjp", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap",
+    "config", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap",
     "stop_gradient", "get_aval", "register_pytree_node", "register_dataclass", "tree_map", "tree_flatten",
     "tree_unflatten", "tree_leaves", "tree_structure", "ConcretizationError", "UnexpectedTracerError",
     "numpy", "lax", "from_dlpack", "profile", "jit", "make_ir", "pmap", "distributed", "devices", "local_devices",
     "device_count", "local_device_count", "process_index", "process_count", "set_cpu_device_count", "device_put",
     "device_put_sharded", "device_put_replicated", "ShardedArray", "random", "nn", "optim", "checkpoint",
+    "custom_jvp", "custom_vjp",
 ]
