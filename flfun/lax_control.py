@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from flfun import dtypes
-from flfun.core import Tracer, get_aval, short
+from flfun.core import Tracer, get_aval, is_weak, short
 from flfun.ir import ClosedProgram, Program, Var
 from flfun.primitives.elementwise import add, clamp, convert_element_type, lt, ne
 from flfun.transforms.cond import cond_p
@@ -30,6 +30,17 @@ def _trace(fn: Callable, in_tree, in_avals: list, out_store: list, star: bool = 
         out_store.append(tree)
         return leaves_out
     return trace_body(flat, in_avals)
+
+
+def _promote_weak(leaves: list, avals: list, outs: list):
+    """A weakly typed carry (a Python scalar) takes the dtype the body gives it, as in JAX: ``(leaves, avals,
+    whether any changed)``."""
+    changed = False
+    leaves, avals = list(leaves), list(avals)
+    for k, (x, a, o) in enumerate(zip(leaves, avals, outs)):
+        if is_weak(x) and a.shape == o.shape and a.dtype != o.dtype:
+            leaves[k], avals[k], changed = convert_element_type(x, o.dtype), strong(o), True
+    return leaves, avals, changed
 
 
 def _avals(leaves) -> list:
@@ -55,7 +66,8 @@ def switch(index, branches: Sequence[Callable], *operands):
     return _branch("switch", index, branches, operands)
 
 
-def _branch(op: str, index, branches: list, operands: tuple):
+def _branch(op: str, index, branches: list, operands: tuple, labels=None):
+    labels = labels or [f"branch {i}" for i in range(len(branches))]
     leaves, tree = tree_flatten(operands)
     avals = _avals(leaves)
     traced, trees = [], []
@@ -63,8 +75,8 @@ def _branch(op: str, index, branches: list, operands: tuple):
         traced.append(_trace(fn, tree, avals, trees, star=True))
     for i, (c, _) in enumerate(traced[1:], 1):
         if trees[i] != trees[0]:
-            raise TypeError(f"{op}: branch {i} returns {trees[i]} but branch 0 returns {trees[0]}")
-        check_types(op, f"branch {i} output", c.out_avals, "branch 0 output", traced[0][0].out_avals)
+            raise TypeError(f"{op}: {labels[i]} returns {trees[i]} but {labels[0]} returns {trees[0]}")
+        check_types(op, f"{labels[i]} output", c.out_avals, f"{labels[0]} output", traced[0][0].out_avals)
     captured = [x for _, cap in traced for x in cap]
     cap_avals = [get_aval(x) for x in captured]
     progs, start = [], 0
@@ -99,7 +111,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     if pa.dtype != dtypes.bool_:
         pred = ne(pred, convert_element_type(0, pa.dtype))
     index = convert_element_type(pred, dtypes.int32)
-    return _branch("cond", index, [false_fun, true_fun], operands)
+    return _branch("cond", index, [false_fun, true_fun], operands, ["false_fun", "true_fun"])
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
@@ -120,6 +132,10 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
         raise TypeError(f"while_loop: cond_fun must return a boolean scalar, got {c_trees[0]}")
     check_predicate("while_loop", cond_c.out_avals[0])
     body_c, body_cap = _trace(body_fun, tree, avals, b_trees)
+    leaves, avals, retrace = _promote_weak(leaves, avals, body_c.out_avals)
+    if retrace:
+        cond_c, cond_cap = _trace(cond_fun, tree, avals, c_trees)
+        body_c, body_cap = _trace(body_fun, tree, avals, b_trees)
     if b_trees[0] != tree:
         raise TypeError(f"while_loop: body_fun must return the carry's structure {tree}, got {b_trees[0]}")
     check_types("while_loop", "body_fun carry output", body_c.out_avals, "carry input", avals)
@@ -166,6 +182,9 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         trees.append(y_tree)
         return c_out + ys
     body, captured = trace_body(flat, c_avals + x_avals)
+    c_leaves, c_avals, retrace = _promote_weak(c_leaves, c_avals, body.out_avals)
+    if retrace:
+        body, captured = trace_body(flat, c_avals + x_avals)
     check_types("scan", "body carry output", body.out_avals[:len(c_leaves)], "carry input", c_avals)
     outs = scan_p.bind(*captured, *c_leaves, *x_leaves, body=body, num_consts=len(captured),
                        num_carry=len(c_leaves), length=n, reverse=bool(reverse), unroll=unroll)

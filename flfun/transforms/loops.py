@@ -13,7 +13,7 @@ import functools
 import numpy as np
 
 from flfun import dtypes
-from flfun.core import Primitive, ShapedArray, Tracer, register_impl, short
+from flfun.core import Primitive, ShapedArray, register_impl, short
 from flfun.ir import ClosedProgram, Program, Var, eval_program
 from flfun.passes import partial_eval
 from flfun.primitives.common import (Zero, instantiate, is_undefined, is_zero, moveaxis, moveaxis_to_front,
@@ -207,10 +207,6 @@ for _b in ("numpy", "cupy"):
     register_impl(while_p, _b, functools.partial(_while_impl, _b))
 
 
-def _level(x) -> int:
-    return x._trace.main.level if isinstance(x, Tracer) else 0
-
-
 def _with_invars(closed: ClosedProgram, invars: list) -> ClosedProgram:
     p = closed.program
     return ClosedProgram(Program(p.constvars, invars, p.eqns, p.outvars), closed.consts)
@@ -237,9 +233,8 @@ def _while_jvp(primals, tangents, *, cond, body, cond_nconsts, body_nconsts):
     t_k = [instantiate(t) for t, z in zip(t_k, k_nz) if z]
     outs = while_p.bind(*cc, *bc, *t_bc, *carry, *t_k, cond=jcond, body=jb, cond_nconsts=ncc,
                         body_nconsts=nbc + len(t_bc))
-    if max(map(_level, t_bc + t_k)) > max(map(_level, primals), default=0):
-        # tangents are traced above the primals (linearize): the primal loop runs on its own, at its own level
-        outs[:nk] = while_p.bind(*primals, cond=cond, body=body, cond_nconsts=ncc, body_nconsts=nbc)
+    # the primal loop also runs on its own, so that partial evaluation (linearize, jit's jvp) keeps it known
+    outs[:nk] = while_p.bind(*primals, cond=cond, body=body, cond_nconsts=ncc, body_nconsts=nbc)
     touts = iter(outs[nk:])
     return outs[:nk], [next(touts) if z else Zero(tangent_aval(a)) for a, z in zip(carry, k_nz)]
 
