@@ -347,7 +347,7 @@ def _cf_program(np_, lax_, instrs):
     return f
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(CF_OPS), st.integers(0, 9), st.integers(0, 9)), min_size=1, max_size=5),
        st.sampled_from(["value", "grad", "jit_grad", "vmap_grad", "grad_vmap", "jvp", "jit_vmap_jvp"]))
 def test_random_control_flow_programs_vs_jax(instrs, stack):
