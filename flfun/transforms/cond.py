@@ -10,8 +10,9 @@ import functools
 
 from flfun.core import Primitive, register_impl, short
 from flfun.ir import ClosedProgram, eval_program
-from flfun.passes import partial_eval
-from flfun.primitives.common import Zero, is_undefined, is_zero, moveaxis_to_front, not_mapped, tangent_aval
+from flfun.compiler.passes import partial_eval
+from flfun.primitives.base import moveaxis_to_front
+from flfun.primitives.common import Zero, is_undefined, is_zero, not_mapped, tangent_aval
 from flfun.primitives.elementwise import select_n
 from flfun.primitives.shape import broadcast_in_dim, full
 from flfun.transforms.call import trace_closed

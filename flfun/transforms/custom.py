@@ -11,7 +11,8 @@ import functools
 from typing import Callable
 
 from flfun.core import Primitive, _state, get_aval, register_impl, short
-from flfun.primitives.common import Zero, instantiate, is_zero, moveaxis_to_front, tangent_aval
+from flfun.primitives.base import instantiate, moveaxis_to_front
+from flfun.primitives.common import Zero, is_zero, tangent_aval
 from flfun.transforms.jvp import as_arrays
 from flfun.transforms.subprogram import batch_program, fresh, run_closed, strong, trace_body
 from flfun.tree import tree_flatten, tree_unflatten

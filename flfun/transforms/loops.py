@@ -15,9 +15,9 @@ import numpy as np
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, register_impl, short
 from flfun.ir import ClosedProgram, Program, Var, eval_program
-from flfun.passes import partial_eval
-from flfun.primitives.common import (Zero, instantiate, is_undefined, is_zero, moveaxis, moveaxis_to_front,
-                                     not_mapped, tangent_aval)
+from flfun.compiler.passes import partial_eval
+from flfun.primitives.base import instantiate, moveaxis, moveaxis_to_front
+from flfun.primitives.common import Zero, is_undefined, is_zero, not_mapped, tangent_aval
 from flfun.primitives.elementwise import add, select_n
 from flfun.primitives.reduce import reduce_or
 from flfun.primitives.shape import broadcast_in_dim, full

@@ -11,7 +11,8 @@ from typing import Callable
 
 from flfun.core import ShapedArray, missing_rule, short
 from flfun.ir import ClosedProgram, Literal, Program, eval_program
-from flfun.primitives.common import Zero, instantiate, is_zero, moveaxis_to_front, not_mapped, tangent_aval
+from flfun.primitives.base import instantiate, moveaxis_to_front
+from flfun.primitives.common import Zero, is_zero, not_mapped, tangent_aval
 from flfun.transforms.call import close_program, trace_closed
 from flfun.transforms.staging import trace_to_program
 
