@@ -10,6 +10,7 @@ from flfun.core import (ConcretizationError, Primitive, ShapedArray, UnexpectedT
                         register_impl)
 from flfun.primitives import impl_override
 from flfun.primitives.elementwise import stop_gradient
+from flfun.transforms.custom import custom_jvp, custom_vjp
 from flfun.transforms.jacobians import hessian, jacfwd, jacrev
 from flfun.transforms.jit import jit, make_ir
 from flfun.transforms.jvp import jvp, linearize
@@ -38,4 +39,5 @@ __all__ = [
     "numpy", "lax", "from_dlpack", "profile", "jit", "make_ir", "pmap", "distributed", "devices", "local_devices",
     "device_count", "local_device_count", "process_index", "process_count", "set_cpu_device_count", "device_put",
     "device_put_sharded", "device_put_replicated", "ShardedArray", "random", "nn", "optim", "checkpoint",
+    "custom_jvp", "custom_vjp",
 ]

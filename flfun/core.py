@@ -263,8 +263,9 @@ class Tracer(Array):
         raise ConcretizationError(
             f"{what or f'conversion to Python {kind.__name__}'} needs a concrete value, but this array is traced "
             f"({self.aval.str_short()} under {type(self._trace).__name__}). Inside a transform use "
-            f"flfun.numpy.where / flfun.lax.select or structured control flow instead of Python if/while, or mark "
-            f"the argument static (jit's static_argnums).")
+            f"flfun.numpy.where / flfun.lax.select, or structured control flow (flfun.lax.cond / lax.switch for if, "
+            f"lax.while_loop / lax.fori_loop / lax.scan for loops) instead of Python if/while, or mark the argument "
+            f"static (jit's static_argnums).")
 
     __bool__ = _needs_concrete("bool() / Python control flow (if, while, and, or)")
     __array__ = _needs_concrete("conversion to a numpy array")

@@ -102,18 +102,34 @@ def _names():
         yield from map("".join, itertools.product(string.ascii_lowercase, repeat=length))
 
 
-def _fmt_param(v) -> str:
-    if isinstance(v, (Program, ClosedProgram)):
-        return "{ " + pretty(getattr(v, "program", v)).replace("\n", "\n    ") + " }"
+def _is_program(v) -> bool:
+    return isinstance(v, (Program, ClosedProgram))
+
+
+def sub_programs(params: dict) -> list:
+    """The (closed) programs among an equation's params: a call's program, a loop's body, a cond's branches."""
+    return [p for v in params.values() for p in (v if isinstance(v, tuple) else (v,)) if _is_program(p)]
+
+
+def _fmt_param(v, names, indent: str) -> str:
+    if _is_program(v):
+        return _pretty(getattr(v, "program", v), names, indent)
+    if isinstance(v, tuple) and v and all(map(_is_program, v)):
+        inner = indent + "  "
+        return "(\n" + "".join(f"{inner}{_pretty(getattr(x, 'program', x), names, inner)}\n" for x in v) + indent + ")"
     if isinstance(v, np.dtype):
         return dtypes.short_name(v)
     return repr(v) if not hasattr(v, "str") else str(v)
 
 
 def pretty(p: Program) -> str:
-    """Stable text for a program: variables are renamed a, b, c, ... in order of appearance."""
-    names: dict[int, str] = defaultdict(_names().__next__)     # var id -> its name, new ids get the next one
+    """Stable text for a program: variables are renamed a, b, c, ... in order of appearance; the sub-programs of
+    higher-order primitives (a scan's body, a cond's branches) are printed indented inside their equation, their
+    variables named on from the outer ones, as in a jaxpr."""
+    return _pretty(p, defaultdict(_names().__next__), "")
 
+
+def _pretty(p: Program, names: dict, indent: str) -> str:
     def name(v):
         if isinstance(v, Literal):
             return f"{v.val.item()!r}:{dtypes.short_name(v.aval.dtype)}"
@@ -125,10 +141,17 @@ def pretty(p: Program) -> str:
     lines = [f"{{ lambda {decl(p.constvars)}; {decl(p.invars)}. let"]
     for e in p.eqns:
         outs = decl(e.outputs)
-        params = ", ".join(f"{k}={_fmt_param(v)}" for k, v in sorted(e.params.items()))
-        params = f"[{params}]" if params else ""
-        lines.append(f"    {outs} = {e.prim.name}{params} {' '.join(name(v) for v in e.inputs)}")
-    lines.append(f"  in ({', '.join(name(v) for v in p.outvars)}{',' if len(p.outvars) == 1 else ''}) }}")
+        nested = any(_is_program(v) or isinstance(v, tuple) and v and all(map(_is_program, v))
+                     for v in e.params.values())
+        if nested:      # one parameter a line, sub-programs indented below the equation
+            inner = indent + "      "
+            params = "".join(f"\n{inner}{k}={_fmt_param(v, names, inner)}" for k, v in sorted(e.params.items()))
+            params = f"[{params}\n{indent}    ]"
+        else:
+            params = ", ".join(f"{k}={_fmt_param(v, names, indent)}" for k, v in sorted(e.params.items()))
+            params = f"[{params}]" if params else ""
+        lines.append(f"{indent}    {outs} = {e.prim.name}{params} {' '.join(name(v) for v in e.inputs)}")
+    lines.append(f"{indent}  in ({', '.join(name(v) for v in p.outvars)}{',' if len(p.outvars) == 1 else ''}) }}")
     return "\n".join(lines)
 
 

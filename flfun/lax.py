@@ -8,3 +8,4 @@ from flfun.primitives.indexing import *  # noqa: F401,F403
 from flfun.primitives.linalg import *  # noqa: F401,F403
 from flfun.primitives.collective import *  # noqa: F401,F403
 from flfun.primitives.decomp import *  # noqa: F401,F403
+from flfun.lax_control import *  # noqa: F401,F403  (cond, switch, while_loop, fori_loop, scan, map)

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from flfun.core import ShapedArray, eval_primitive
-from flfun.ir import ClosedProgram, Eqn, Literal, Program, Var
+from flfun.ir import ClosedProgram, Eqn, Literal, Program, Var, sub_programs
 
 FOLD_MAX_BYTES = 16384     # fold equations with constant inputs whose outputs are at most this big
 
@@ -135,8 +135,9 @@ def fold_constants(program: Program, consts: list, max_bytes: int = FOLD_MAX_BYT
     constvars, consts = list(program.constvars), list(consts)
 
     def rule(e: Eqn):
-        # collectives depend on the device running the program: never fold them at compile time
-        if sum(v.aval.nbytes for v in e.outputs) > max_bytes or _call_param(e) is not None or e.prim.collective \
+        # collectives depend on the device running the program (also inside a call's or a loop's sub-program):
+        # never fold them at compile time
+        if sum(v.aval.nbytes for v in e.outputs) > max_bytes or sub_programs(e.params) or e.prim.collective \
                 or not all(type(v) is Literal or v.id in known for v in e.inputs):
             return None
         outs = eval_primitive(e.prim, [v.val if type(v) is Literal else known[v.id] for v in e.inputs], e.params)

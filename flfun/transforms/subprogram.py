@@ -1,0 +1,124 @@
+"""What the control-flow primitives share: tracing a body into a closed sub-program, running one on raw buffers,
+and deriving its jvp, transposed and batched programs.
+
+A sub-program is a ``ClosedProgram``; values it captures from outer transforms become leading operands of the
+primitive (``close_program``), so every transform sees them. ``run_closed`` looks each impl up in the registry at
+run time, so an impl swapped with ``register_impl`` reaches inside bodies eagerly and under jit.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from flfun.core import ShapedArray, missing_rule, short
+from flfun.ir import ClosedProgram, Literal, Program, eval_program
+from flfun.primitives.base import instantiate, moveaxis_to_front
+from flfun.primitives.common import Zero, is_zero, not_mapped, tangent_aval
+from flfun.transforms.call import close_program, trace_closed
+from flfun.transforms.staging import trace_to_program
+
+
+def trace_body(fn: Callable, avals: list) -> tuple[ClosedProgram, list]:
+    """Trace ``fn(*tracers) -> flat list`` into ``(closed program, captured outer values)``: the captured values
+    are the program's leading inputs."""
+    return close_program(*trace_to_program(fn, list(avals), dynamic=True))
+
+
+def run_closed(closed: ClosedProgram, backend: str, vals: list) -> list:
+    """Evaluate ``closed`` on raw buffers with the impls registered now (no tracing, no transform state)."""
+    prog = closed.program
+    env = {v.id: c._value for v, c in zip(prog.constvars, closed.consts)}
+    env.update((v.id, x) for v, x in zip(prog.invars, vals))
+
+    def read(v):
+        return v.val if type(v) is Literal else env[v.id]
+
+    for e in prog.eqns:
+        impl = e.prim.impls.get(backend)
+        if impl is None:
+            raise missing_rule("impl", e.prim, backend)
+        outs = impl(*map(read, e.inputs), **e.params)
+        env.update((v.id, o) for v, o in zip(e.outputs, outs if e.prim.multiple_results else [outs]))
+    return [read(v) for v in prog.outvars]
+
+
+def fresh(outs: list, ins: list) -> list:
+    """``outs`` with copies of those that are (views of) input buffers: outputs never alias operands."""
+    ids = {id(x) for x in ins}
+    return [o.copy() if id(o) in ids or getattr(o, "base", None) is not None else o for o in outs]
+
+
+def same_type(a, b) -> bool:
+    return tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
+
+
+def check_types(op: str, what_out: str, outs, what_in: str, ins) -> None:
+    """``TypeError('<op>: <what_out> f32[3] does not match <what_in> f32[4]')`` at the first disagreement."""
+    if len(outs) != len(ins):
+        raise TypeError(f"{op}: {what_out} has {len(outs)} values but {what_in} has {len(ins)}")
+    for k, (o, i) in enumerate(zip(outs, ins)):
+        if not same_type(o, i):
+            leaf = f" (leaf {k})" if len(ins) > 1 else ""
+            raise TypeError(f"{op}: {what_out} {short(o)} does not match {what_in} {short(i)}{leaf}")
+
+
+def strong(aval) -> ShapedArray:
+    return ShapedArray(aval.shape, aval.dtype)
+
+
+# ------------------------------------------------------------------------------------------ derived programs
+def jvp_program(closed: ClosedProgram, nz: list, inst_out: list | None = None) -> tuple[ClosedProgram, list]:
+    """The jvp of ``closed``: inputs ``primals + nonzero tangents``, outputs ``primals + nonzero tangents`` (those
+    ``inst_out`` marks are instantiated even if zero). Returns it and which output tangents it has."""
+    from flfun.transforms.jvp import jvp_flat
+    avals, n = closed.in_avals, len(closed.in_avals)
+    out_nz: list = []
+
+    def f(*xs):
+        ts = iter(xs[n:])
+        tangents = [next(ts) if z else Zero(tangent_aval(a)) for a, z in zip(avals, nz)]
+        outs, touts = jvp_flat(lambda *a: eval_program(closed.program, closed.consts, a), list(xs[:n]), tangents)
+        if inst_out is not None:
+            touts = [instantiate(t) if i else t for t, i in zip(touts, inst_out)]
+        out_nz[:] = [not is_zero(t) for t in touts]
+        return list(outs) + [t for t in touts if not is_zero(t)]
+    t_avals = [tangent_aval(a) for a, z in zip(avals, nz) if z]
+    return trace_closed(f, list(avals) + t_avals), out_nz
+
+
+def transpose_program(closed: ClosedProgram, linear: list, ct_nz: list) -> ClosedProgram:
+    """The transpose of ``closed`` (linear in the inputs ``linear`` marks): inputs ``non-linear inputs + the
+    nonzero (``ct_nz``) output cotangents``, outputs the (instantiated) cotangents of the linear inputs."""
+    from flfun.transforms.vjp import backward_pass
+    prog = closed.program
+    lin = [v for v, k in zip(prog.invars, linear) if k]
+    nonlin = [v for v, k in zip(prog.invars, linear) if not k]
+    view = Program(list(prog.constvars) + nonlin, lin, prog.eqns, prog.outvars)
+    out_avals = [tangent_aval(a) for a in closed.out_avals]
+
+    def f(*xs):
+        given = iter(xs[len(nonlin):])
+        cts_out = [next(given) if z else Zero(a) for a, z in zip(out_avals, ct_nz)]
+        cts = backward_pass(view, list(closed.consts) + list(xs[:len(nonlin)]), cts_out)
+        return [instantiate(c) for c in cts]
+    return trace_closed(f, [v.aval for v in nonlin] + [a for a, z in zip(out_avals, ct_nz) if z])
+
+
+def batch_program(closed: ClosedProgram, axis, dims: list, force: list | None = None
+                  ) -> tuple[ClosedProgram, list]:
+    """``closed`` batched along ``axis`` (inputs mapped at ``dims``); mapped outputs (and those ``force`` marks)
+    come out mapped along axis 0. Returns it and which outputs are mapped."""
+    from flfun.transforms.vmap import vmap_flat
+    mapped: list = []
+    avals = [a if d is not_mapped else a.update(shape=(a.shape[:d] + (axis.size,) + a.shape[d:]))
+             for a, d in zip(closed.in_avals, dims)]
+
+    def f(*xs):
+        vals, bdims = vmap_flat(lambda *a: eval_program(closed.program, closed.consts, a), axis, list(xs), list(dims))
+        keep = force or [False] * len(vals)
+        mapped[:] = [d is not not_mapped or k for d, k in zip(bdims, keep)]
+        return [moveaxis_to_front(v, d, axis.size) if m else v for v, d, m in zip(vals, bdims, mapped)]
+    return trace_closed(f, avals), mapped
+
+
+__all__ = ["trace_body", "run_closed", "fresh", "check_types", "jvp_program", "transpose_program",
+           "batch_program", "strong"]
