@@ -33,12 +33,14 @@ def _trace(fn: Callable, in_tree, in_avals: list, out_store: list, star: bool = 
 
 
 def _promote_weak(leaves: list, avals: list, outs: list):
-    """A weakly typed carry (a Python scalar) takes the dtype the body gives it, as in JAX: ``(leaves, avals,
+    """A weakly typed carry (a Python scalar) takes the dtype the body gives it when promotion would give that
+    dtype anyway, as in JAX (``0.0`` becomes float64 for a float64 body, never int32): ``(leaves, avals,
     whether any changed)``."""
     changed = False
     leaves, avals = list(leaves), list(avals)
     for k, (x, a, o) in enumerate(zip(leaves, avals, outs)):
-        if is_weak(x) and a.shape == o.shape and a.dtype != o.dtype:
+        if (is_weak(x) and a.shape == o.shape and a.dtype != o.dtype
+                and dtypes.result_type((a.dtype, True), (o.dtype, False))[0] == o.dtype):
             leaves[k], avals[k], changed = convert_element_type(x, o.dtype), strong(o), True
     return leaves, avals, changed
 
