@@ -82,7 +82,7 @@ def get_aval(x) -> ShapedArray:
 
 
 # --------------------------------------------------------------------------------------------------- primitives
-_PRIMITIVES: dict[str, "Primitive"] = {}
+PRIMITIVES: dict[str, "Primitive"] = {}
 _registry_version = itertools.count(1)
 registry_version = 0
 
@@ -118,7 +118,7 @@ class Primitive:
     """
 
     def __init__(self, name: str, *, multiple_results: bool = False, replace: bool = False):
-        if name in _PRIMITIVES and not replace:
+        if name in PRIMITIVES and not replace:
             raise ValueError(f"Primitive({name!r}): a primitive with this name exists; pass replace=True to "
                              f"replace it")
         self.name, self.multiple_results = name, multiple_results
@@ -135,7 +135,7 @@ class Primitive:
         self.identities: tuple[tuple[int, object], ...] = ()
         self.value_preserving = self.involution = False
         self.chain: Callable | None = None
-        _PRIMITIVES[name] = self
+        PRIMITIVES[name] = self
 
     def bind(self, *args, **params):
         return bind(self, *args, **params)
