@@ -21,7 +21,8 @@ LAYERS = [
     ["flfun.core", "flfun.ir"],                                                  # tracing, the IR
     ["flfun.memory"],                                                            # allocators, planner, telemetry
     ["flfun.primitives"],
-    ["flfun.transforms", "flfun.compiler"],
+    ["flfun.compiler"],                                                          # passes, planner, executor
+    ["flfun.transforms"],
     ["flfun.distributed"],                                                       # devices, sharded, pmap, comms
     ["flfun.backends.numpy_backend", "flfun.backends.cupy_backend", "flfun.backends.xp", "flfun.backends.cuda"],
     ["flfun.numpy", "flfun.lax", "flfun.lax_control", "flfun.scipy", "flfun.random", "flfun.nn", "flfun.optim",
