@@ -56,7 +56,18 @@ def imports(name: str, path: pathlib.Path, mods: dict) -> list[tuple[str, list[s
             for a in node.names:
                 sub = f"{base}.{a.name}"
                 found += [(sub, [], node.lineno)] if sub in mods else [(base, [a.name], node.lineno)]
+        elif _dynamic_import(node) and isinstance(node.args[0], ast.Constant):
+            found.append((node.args[0].value, [], node.lineno))
     return [(m, names, line) for m, names, line in found if m == "flfun" or m.startswith("flfun.")]
+
+
+def _dynamic_import(node) -> bool:
+    """``importlib.import_module(...)`` or ``__import__(...)``."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return False
+    f = node.func
+    return isinstance(f, ast.Attribute) and f.attr == "import_module" or isinstance(f, ast.Name) and f.id in (
+        "import_module", "__import__")
 
 
 def owner(target: str, mods: dict) -> str:
@@ -142,6 +153,14 @@ def test_imports_point_down_the_layers():
     assert not bad, "imports against the layer order:\n" + "\n".join(lines)
 
 
+def test_no_import_hides_its_module():
+    """A module imported by a computed name would escape the checks above."""
+    hidden = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in modules().values() if path.suffix == ".py"
+              for node in ast.walk(ast.parse(path.read_text()))
+              if _dynamic_import(node) and not isinstance(node.args[0], ast.Constant)]
+    assert not hidden, "imports by a computed name:\n" + "\n".join(hidden)
+
+
 def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
@@ -170,5 +189,5 @@ def test_cycle_finder_finds_cycles(edges, expected):
 def test_function_level_and_relative_imports_count(tmp_path, monkeypatch):
     mods = {"flfun.x": None, "flfun.x.y": None, "flfun.z": None}
     src = tmp_path / "y.py"
-    src.write_text("def f():\n    from flfun.z import thing\n    from . import _p\n")
-    assert imports("flfun.x.y", src, mods) == [("flfun.z", ["thing"], 2), ("flfun.x", ["_p"], 3)]
+    src.write_text("def f():\n    from flfun.z import thing\n    from . import _p\n    importlib.import_module('flfun.z')\n")
+    assert imports("flfun.x.y", src, mods) == [("flfun.z", ["thing"], 2), ("flfun.x", ["_p"], 3), ("flfun.z", [], 4)]
