@@ -10,7 +10,7 @@ import numpy as np
 
 from flfun import dtypes
 from flfun.array import Array
-from flfun.core import _state, wrap
+from flfun.core import trace_state, wrap
 from flfun.numpy._promote import asarray_like, promote, to_float
 from flfun.primitives import elementwise as lax
 
@@ -24,7 +24,7 @@ def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = "", to_float
     ok = frozenset(d for d in dtypes.SUPPORTED if d.kind in kinds)   # a set test is cheaper than dt.kind in kinds
 
     def op(x1, x2, /):
-        st = _state
+        st = trace_state
         t1, t2 = type(x1), type(x2)
         if st.evaluate and (t1 is Array or t2 is Array):
             x, other, t = (x1, x2, t2) if t1 is Array else (x2, x1, t1)
@@ -67,7 +67,7 @@ def _accelerated(op, prim, ok, general):
         from flfun import _dispatch
     except ImportError:
         return op
-    _dispatch.setup(Array, _state, _FLOATS)
+    _dispatch.setup(Array, trace_state, _FLOATS)
     fast = _dispatch.BinaryOp(prim.impls, ok, op, general)
     fast.__name__, fast.__qualname__, fast.__doc__, fast.__wrapped__ = op.__name__, op.__name__, op.__doc__, op
     return fast

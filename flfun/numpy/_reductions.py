@@ -8,7 +8,7 @@ import builtins
 
 from flfun import dtypes
 from flfun.array import Array
-from flfun.core import _state, short, wrap
+from flfun.core import trace_state, short, wrap
 from flfun.numpy._elementwise import isnan, to_bool
 from flfun.numpy._promote import asarray_like, promote, to_float
 from flfun.primitives import elementwise as lax, reduce as lax_reduce, shape as lax_shape
@@ -73,13 +73,13 @@ def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
         >>> fnp.sum(fnp.asarray([[1, 2], [3, 4]], dtype="int32"), axis=0).tolist()   # int64 result
         [4, 6]
     """
-    if _state.evaluate and type(x) is Array and axis is None and dtype is None and not keepdims \
+    if trace_state.evaluate and type(x) is Array and axis is None and dtype is None and not keepdims \
             and x._value.dtype.kind == "f":   # the common full float sum, straight to the impl (benchmark W1)
         v = x._value
         params = {"axes": tuple(range(v.ndim))}
         out = wrap(_reduce_sum_impls[x._device.backend](v, **params), x._device)
-        if _state.tape is not None:           # an eager grad is recording
-            _state.tape.record(lax_reduce.reduce_sum_p, params, (x,), (out,))
+        if trace_state.tape is not None:           # an eager grad is recording
+            trace_state.tape.record(lax_reduce.reduce_sum_p, params, (x,), (out,))
         return out
     return _reduce("sum", lax_reduce.reduce_sum, accumulated(x, dtype), axis, keepdims)
 

@@ -21,7 +21,7 @@ from flfun.compiler.executor import Executable, writes_out
 from flfun.compiler.liveness import plan_program
 from flfun.compiler.passes import optimize
 from flfun.compiler.pipeline import DEFAULT_STRATEGY, compile_program, global_version
-from flfun.core import Tracer, _state, get_aval, short, wrap
+from flfun.core import Tracer, trace_state, get_aval, short, wrap
 from flfun.ir import ClosedProgram
 from flfun.memory import get_allocator
 from flfun.memory.planner import MemoryPlan
@@ -30,6 +30,7 @@ from flfun.transforms.jvp import flatten_fun
 from flfun.transforms.staging import trace_to_program
 from flfun.transforms.vjp import _with_args
 from flfun.tree import tree_flatten, tree_leaves, tree_unflatten
+from flfun.util import once
 
 
 # --------------------------------------------------------------------------------------------- donation
@@ -126,7 +127,7 @@ class JitFunction:
 
     # --- calling
     def __call__(self, *args, **kwargs):
-        if _state.eager and not self._static:
+        if trace_state.eager and not self._static:
             version = global_version()
             if version != self._fast_version:
                 self._fast.clear()
@@ -170,23 +171,19 @@ class JitFunction:
                                  f"array; mark it static (static_argnums / static_argnames)") from None
         avals = tuple(avals)
         key = (in_tree, avals, static)
-        hit = self._traces.get(key)
-        if hit is not None:
-            return hit, leaves, avals, donated
 
-        def fun(dyn, dyn_kw):
-            return self.fun(*_with_args(args, dyn_pos, dyn), **{**kwargs, **dyn_kw})
-        flat_fun, out_tree = flatten_fun(fun, in_tree)
-        closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
-        self.trace_count += 1
-        traced = _Traced(closed, out_tree[0], tracers, avals, in_tree)
-        if not tracers:
-            self._traces[key] = traced
-        return traced, leaves, avals, donated
+        def make():
+            def fun(dyn, dyn_kw):
+                return self.fun(*_with_args(args, dyn_pos, dyn), **{**kwargs, **dyn_kw})
+            flat_fun, out_tree = flatten_fun(fun, in_tree)
+            closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
+            self.trace_count += 1
+            return _Traced(closed, out_tree[0], tracers, avals, in_tree)
+        return once(self._traces, key, make, lambda traced: not traced.tracers), leaves, avals, donated
 
     def _call(self, args, kwargs):
         traced, leaves, avals, donated = self._trace(args, kwargs)
-        if not _state.eager or traced.tracers or any(isinstance(x, Tracer) for x in leaves):
+        if not trace_state.eager or traced.tracers or any(isinstance(x, Tracer) for x in leaves):
             outs = jit_p.bind(*traced.tracers, *leaves, closed=traced.closed, name=self.__name__, donated=())
             return tree_unflatten(traced.out_tree, outs)
         dev = _device_of(leaves)

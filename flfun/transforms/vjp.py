@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 from flfun.array import Array
 from flfun.config import config
-from flfun.core import _state, bind, get_aval, missing_rule, wrap
+from flfun.core import trace_state, bind, get_aval, missing_rule, wrap
 from flfun.ir import Literal, Program, Var
 from flfun.primitives.rules import UndefinedPrimal, Zero, instantiate, is_zero
 from flfun.primitives.elementwise import add
@@ -56,7 +56,7 @@ def vjp_flat(f: Callable, primals: list):
     """``(outputs, f_vjp)`` for a flat function: on the eager tape when nothing is being traced and every
     primal is concrete (fast), else by linearize + transpose (works under any transform)."""
     primals = as_arrays(primals)
-    if _state.eager and config.eager_tape and set(map(type, primals)) <= {Array}:   # no Tracer among them
+    if trace_state.eager and config.eager_tape and set(map(type, primals)) <= {Array}:   # no Tracer among them
         return tape_vjp_flat(f, primals)
     return vjp_flat_linearized(f, primals)
 
