@@ -171,7 +171,7 @@ exp, log, log1p, expm1, sqrt, sin, cos, tan, tanh, arcsin, arccos, arctan, sinh,
 asin, acos, atan = arcsin, arccos, arctan
 log2 = _float_unary(lambda x: lax.div(lax.log(x), _const(x, np.log(2.0))), "log2", "Base-2 logarithm.")
 log10 = _float_unary(lambda x: lax.div(lax.log(x), _const(x, np.log(10.0))), "log10", "Base-10 logarithm.")
-exp2 = _float_unary(lambda x: lax.exp(lax.mul(x, _const(x, np.log(2.0)))), "exp2", "``2 ** x``.")
+exp2 = _float_unary(lambda x: lax.pow(_const(x, 2), x), "exp2", "``2 ** x`` (exact at integers).")
 asinh = arcsinh = _float_unary(lambda x: lax.log(lax.add(x, lax.sqrt(lax.add(lax.mul(x, x), _const(x, 1))))),
                                "arcsinh", "Inverse hyperbolic sine.")
 acosh = arccosh = _float_unary(lambda x: lax.log(lax.add(x, lax.sqrt(lax.sub(lax.mul(x, x), _const(x, 1))))),
@@ -293,9 +293,20 @@ def divmod(x1, x2, /):
 
 
 def hypot(x1, x2, /):
-    """``sqrt(x1**2 + x2**2)`` elementwise."""
+    """``sqrt(x1**2 + x2**2)`` elementwise, without overflow or underflow in the squares (``inf`` if either is).
+
+    Example::
+
+        >>> fnp.hypot(fnp.asarray(3e38, "float32"), 1.0)    # squaring 3e38 overflows float32
+        Array(3.e+38, dtype=float32)
+    """
     a, b = promote("hypot", x1, x2, to_float=True)
-    return lax.sqrt(lax.add(lax.mul(a, a), lax.mul(b, b)))
+    a, b = lax.abs(a), lax.abs(b)
+    big, small = lax.max(a, b), lax.min(a, b)
+    ratio = lax.div(small, lax.select(lax.eq(big, _const(big, 0)), _const(big, 1), big))
+    out = lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
+    inf = _const(big, np.inf)
+    return lax.select(lax.or_(lax.eq(a, inf), lax.eq(b, inf)), inf, out)
 
 
 def logaddexp(x1, x2, /):

@@ -16,7 +16,7 @@ from flfun.primitives.rules import UndefinedPrimal, Zero, instantiate, is_zero
 from flfun.primitives.elementwise import add
 from flfun.primitives.shape import full as full_array
 from flfun.transforms.tape import tape_vjp_flat
-from flfun.transforms.jvp import JVPTracer, as_arrays, flatten_fun, leaf_like, linearize_flat
+from flfun.transforms.jvp import JVPTracer, as_arrays, flatten_fun, leaf_like, linearize_flat, split_aux
 from flfun.tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 
@@ -149,7 +149,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
 
         def flat_f(*leaves_in):
             out = f(*_with_args(args, nums, leaves_in if tree is None else tree_unflatten(tree, leaves_in)), **kwargs)
-            out, aux = out if has_aux else (out, None)
+            out, aux = split_aux("grad", out) if has_aux else (out, None)
             aux_box.append(aux)
             return [out]
         (out,), f_vjp = vjp_flat(flat_f, leaves)
