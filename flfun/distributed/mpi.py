@@ -30,6 +30,21 @@ _GRACE_S = 0.5         # how long a rank still waits for a collective after a pe
 _NATIVE = frozenset("f4 f8 i4 i8 u4 u8".split())       # dtypes MPI reduces natively (others: gather + reduce)
 
 
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs: a zombie (exited, not yet reaped by its launcher) counts as gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] != b"Z"
+    except OSError:
+        return True
+
 class MPICommunicator(Communicator):
     """One member per process of an mpi4py communicator (``MPI.COMM_WORLD`` by default).
 
@@ -72,12 +87,8 @@ class MPICommunicator(Communicator):
             if now - t > _GRACE_S:
                 self._reason = f"rank {r} {how} while rank {self.rank} waits in {what}"
         for r, pid in self.local_peers.items():
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if not _alive(pid):
                 self._reason = f"rank {r} (pid {pid}) is gone while rank {self.rank} waits in {what}"
-            except PermissionError:
-                pass
         if self._reason is not None:
             raise self._aborted(f"rank {self.rank}", what)
 
