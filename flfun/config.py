@@ -3,7 +3,8 @@
 ``FLFUN_DEBUG=1`` turns on extra checks; ``FLFUN_JIT_PLANNED=0`` runs jitted programs without the memory
 planner; ``FLFUN_EAGER_TAPE=0`` makes eager grad use linearize + transpose; ``FLFUN_BACKEND`` picks the default
 backend; ``FLFUN_CPU_DEVICES`` sets the number of CPU devices;
-``FLFUN_TF32``, ``FLFUN_FUSION`` and ``FLFUN_CUDA_GRAPHS`` control the cupy backend (see cupy_backend.py).
+``FLFUN_TF32``, ``FLFUN_FUSION`` and ``FLFUN_CUDA_GRAPHS`` control the cupy backend (see cupy_backend.py);
+``FLFUN_JIT_CACHE_SIZE`` / ``FLFUN_JIT_CACHE_BYTES`` bound each jitted function's compiled programs (LRU).
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ class Config:
     fusion: bool = _flag("FLFUN_FUSION", True)   # cupy jit: elementwise chains become generated kernels
     cuda_graphs: bool = _flag("FLFUN_CUDA_GRAPHS", True)   # cupy jit: replay a repeated step as a CUDA graph
     eager_tape: bool = _flag("FLFUN_EAGER_TAPE", True)   # eager grad on a tape (False: linearize + transpose)
+    # the bounds of each jitted function's cache of compiled programs (entries, and bytes of arenas they pin)
+    jit_cache_size: int = int(os.environ.get("FLFUN_JIT_CACHE_SIZE", "256"))
+    jit_cache_bytes: int = int(os.environ.get("FLFUN_JIT_CACHE_BYTES", str(512 << 20)))
 
 
 config = Config()

@@ -8,6 +8,7 @@ primitive's rule for that transform. Levels on a stack keep nested transforms ap
 from __future__ import annotations
 
 import itertools
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -289,20 +290,25 @@ class EvalTrace(Trace):
         return out if prim.multiple_results else [out]
 
 
-class _State:
-    evaluate = True          # no tracing transform active: bind evaluates with the impl (maybe recording a tape)
-    eager = True             # ... and no tape is recording either: fast paths may call impls directly
-    dynamic: MainTrace | None = None
-    tape = None              # the eager reverse-mode tape recording evaluations (flfun/transforms/tape.py)
+class TraceState(threading.local):
+    """The transform state of one thread (each thread starts eager, so eager code in one thread never sees
+    another thread's trace): the trace ``stack`` (an ``EvalTrace`` at the bottom); ``evaluate``: no tracing
+    transform is active, ``bind`` evaluates with the impl (maybe recording a tape); ``eager``: ... and no tape
+    is recording either, so fast paths may call impls directly; ``dynamic``: the staging main that captures
+    every bind (jit); ``tape``: the eager reverse-mode tape (flfun/transforms/tape.py)."""
+
+    def __init__(self):
+        self.evaluate = self.eager = True
+        self.dynamic: MainTrace | None = None
+        self.tape = None
+        self.stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
+
+    def refresh(self) -> None:
+        self.evaluate = len(self.stack) == 1 and self.dynamic is None
+        self.eager = self.evaluate and self.tape is None
 
 
-_state = _State()
-trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
-
-
-def _refresh_state():
-    _state.evaluate = len(trace_stack) == 1 and _state.dynamic is None
-    _state.eager = _state.evaluate and _state.tape is None
+trace_state = TraceState()
 
 
 class new_main:
@@ -314,22 +320,24 @@ class new_main:
     __slots__ = ("main", "prev_dynamic")
 
     def __init__(self, trace_type: type, global_data: Any = None, dynamic: bool = False):
-        self.main = MainTrace(len(trace_stack), trace_type, global_data)
+        self.main = MainTrace(len(trace_state.stack), trace_type, global_data)
         self.prev_dynamic = dynamic
 
     def __enter__(self) -> MainTrace:
-        trace_stack.append(self.main)
-        dynamic, self.prev_dynamic = self.prev_dynamic, _state.dynamic
+        st = trace_state
+        st.stack.append(self.main)
+        dynamic, self.prev_dynamic = self.prev_dynamic, st.dynamic
         if dynamic:
-            _state.dynamic = self.main
-        _state.eager = _state.evaluate = False
+            st.dynamic = self.main
+        st.eager = st.evaluate = False
         return self.main
 
     def __exit__(self, *exc) -> None:
+        st = trace_state
         self.main.active = False
-        trace_stack.pop()
-        _state.dynamic = self.prev_dynamic
-        _refresh_state()
+        st.stack.pop()
+        st.dynamic = self.prev_dynamic
+        st.refresh()
 
 
 def _leaked(prim_name: str, tracer: Tracer) -> UnexpectedTracerError:
@@ -340,7 +348,8 @@ def _leaked(prim_name: str, tracer: Tracer) -> UnexpectedTracerError:
 
 
 def find_top_trace(prim: Primitive, args, params) -> Trace:
-    top = trace_stack[0]
+    st = trace_state
+    top = st.stack[0]
     for a in args:
         if isinstance(a, Tracer):
             m = a._trace.main
@@ -348,7 +357,7 @@ def find_top_trace(prim: Primitive, args, params) -> Trace:
                 raise _leaked(prim.name, a)
             if m.level > top.level:
                 top = m
-    dyn = _state.dynamic
+    dyn = st.dynamic
     if dyn is not None and dyn.level > top.level:
         top = dyn
     if prim.collective:
@@ -378,7 +387,7 @@ def full_lower(val):
 
 def bind(prim: Primitive, *args, **params):
     """Apply ``prim`` to ``args``: evaluate eagerly, or hand it to the innermost active transform."""
-    if _state.evaluate and not prim.collective:
+    if trace_state.evaluate and not prim.collective:
         return eval_primitive(prim, args, params)
     trace = find_top_trace(prim, args, params)
     tracers = [full_raise(trace, a) for a in args]
@@ -388,7 +397,7 @@ def bind(prim: Primitive, *args, **params):
 
 def axis_main(name, op: str = "collective") -> MainTrace:
     """The innermost active trace that maps the named axis ``name`` (vmap/pmap with ``axis_name``)."""
-    for m in reversed(trace_stack):
+    for m in reversed(trace_state.stack):
         if getattr(m.global_data, "name", None) == name:
             return m
     raise NameError(f"{op}: unbound axis name {name!r}; collectives need an enclosing vmap or pmap "
@@ -479,6 +488,6 @@ def eval_primitive(prim: Primitive, args, params):
         raise missing_rule("impl", prim, device.backend)
     out = impl(*vals, **params)
     outs = [wrap(o, device) for o in out] if prim.multiple_results else wrap(out, device)
-    if _state.tape is not None:
-        _state.tape.record(prim, params, arrays, outs if prim.multiple_results else [outs])
+    if trace_state.tape is not None:
+        trace_state.tape.record(prim, params, arrays, outs if prim.multiple_results else [outs])
     return outs

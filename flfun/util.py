@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Iterable
+import threading
+from typing import Callable, Iterable
 
 
 def prod(xs: Iterable[int]) -> int:
@@ -32,3 +33,34 @@ def canonical_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
             raise ValueError(f"{op}: repeated axis in {tuple(axis)}")
         return tuple(sorted(out))
     return (canonical_axis(axis, ndim, op),)
+
+
+_guard = threading.Lock()
+_making: dict = {}     # (id(cache), key) -> the lock of the thread making that entry
+
+
+def once(cache, key, make: Callable, keep: Callable = lambda value: True):
+    """``cache[key]``, made by ``make()`` (and stored if ``keep(value)``) by one thread only when several ask at
+    once: the others wait for it and reuse it (jit/pmap's first calls from many threads compile once).
+
+    Example::
+
+        exe = once(closed.cache, key, lambda: compiler(closed, device))
+    """
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    with _guard:
+        lock = _making.setdefault((id(cache), key), threading.RLock())
+    try:
+        with lock:
+            hit = cache.get(key)
+            if hit is None:
+                hit = make()
+                if keep(hit):
+                    cache[key] = hit
+            return hit
+    finally:
+        with _guard:
+            if _making.get((id(cache), key)) is lock:
+                del _making[(id(cache), key)]

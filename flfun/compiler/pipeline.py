@@ -17,6 +17,7 @@ from flfun.config import config
 from flfun.ir import ClosedProgram, Program
 from flfun.memory import get_allocator
 from flfun.memory.planner import MemoryPlan
+from flfun.util import once
 
 DEFAULT_STRATEGY = "auto"
 _COMPILERS: dict[str, Callable] = {}      # backend -> fn(closed, device, donated, strategy) -> executable
@@ -85,20 +86,14 @@ def compile_program(closed: ClosedProgram, device=None, donated: tuple = (), str
     device = device or core.default_device()
     strategy = strategy or DEFAULT_STRATEGY
     key = compile_key(device, donated, strategy)
-    exe = closed.cache.get(key)
-    if exe is None:
-        compiler = _COMPILERS.get(device.backend, _compile_planned)
-        exe = closed.cache[key] = compiler(closed, device, tuple(donated), strategy)
-    return exe
+    compiler = _COMPILERS.get(device.backend, _compile_planned)
+    return once(closed.cache, key, lambda: compiler(closed, device, tuple(donated), strategy))
 
 
 def optimized(closed: ClosedProgram) -> tuple[Program, list]:
     """``closed`` after the standard passes (cached on it with the registry version, which folding depends on)."""
     key = ("optimized", core.registry_version)
-    hit = closed.cache.get(key)
-    if hit is None:
-        hit = closed.cache[key] = optimize(closed.program, closed.consts)
-    return hit
+    return once(closed.cache, key, lambda: optimize(closed.program, closed.consts))
 
 
 def plan_for(closed: ClosedProgram, backend: str, donated: tuple = (), strategy: str | None = None
@@ -109,10 +104,7 @@ def plan_for(closed: ClosedProgram, backend: str, donated: tuple = (), strategy:
         return None
     strategy = strategy or DEFAULT_STRATEGY
     key = ("plan", backend, core.registry_version, strategy, tuple(donated))
-    hit = closed.cache.get(key)
-    if hit is None:
-        hit = closed.cache[key] = plan_program(optimized(closed)[0], writes_out(backend), donated, strategy)
-    return hit
+    return once(closed.cache, key, lambda: plan_program(optimized(closed)[0], writes_out(backend), donated, strategy))
 
 
 def _compile_planned(closed: ClosedProgram, device, donated: tuple, strategy: str) -> Executable:

@@ -15,8 +15,8 @@ import numpy as np
 
 from flfun.array import Array
 from flfun.compiler.pipeline import compile_program
-from flfun.core import (Primitive, ShapedArray, Trace, Tracer, _state, full_raise, get_aval, new_main, register_impl,
-                        trace_stack, wrap)
+from flfun.core import (Primitive, ShapedArray, Trace, Tracer, full_raise, get_aval, new_main, register_impl,
+                        trace_state, wrap)
 from flfun.distributed.devices import devices as all_devices, local_device_count, process_count
 from flfun.distributed.spmd import Mesh, run_spmd
 from flfun.ir import ClosedProgram
@@ -25,11 +25,11 @@ from flfun.primitives.rules import is_zero, moveaxis
 from flfun.primitives.elementwise import eq, select_n
 from flfun.primitives.shape import dynamic_slice, full, squeeze
 from flfun.distributed.sharded import ShardedArray
-from flfun.transforms.call import CallSite, _cached, close_program, def_call_rules
+from flfun.transforms.call import CallSite, close_program, def_call_rules
 from flfun.transforms.staging import trace_to_program
 from flfun.transforms.vmap import mapped_axes, mapped_size
 from flfun.tree import tree_flatten, tree_unflatten
-from flfun.util import prod
+from flfun.util import once, prod
 
 
 # ------------------------------------------------------------------------------------------------- axis frames
@@ -51,12 +51,13 @@ class SpmdAxisTrace(Trace):
 
 
     def process_primitive(self, prim, tracers, params):     # frames are only pushed around a staging trace
-        dyn = _state.dynamic.trace
+        dyn = trace_state.dynamic.trace
         return dyn.process_primitive(prim, [full_raise(dyn, t) for t in tracers], params)
 
 
 def _enclosing_frame() -> _Frame | None:
-    return next((m.global_data for m in reversed(trace_stack) if m.trace_type is SpmdAxisTrace and m.active), None)
+    return next((m.global_data for m in reversed(trace_state.stack) if m.trace_type is SpmdAxisTrace and m.active),
+                None)
 
 
 def _in_frames(mesh: Mesh, fn: Callable, *args):
@@ -75,7 +76,7 @@ class _Unnamed:
 
 
 def _bound_axis_names() -> tuple:
-    return tuple(m.global_data.name for m in trace_stack if getattr(m.global_data, "name", None) is not None)
+    return tuple(m.global_data.name for m in trace_state.stack if getattr(m.global_data, "name", None) is not None)
 
 
 # ---------------------------------------------------------------------------------------------------- pmap
@@ -128,7 +129,7 @@ class PmapFunction:
             return self._nested(frame, args, static_pos, leaves, in_tree, axes, n)
         closed, out_tree, extra, out_axes, mesh = self._trace(args, static_pos, leaves, in_tree, axes, n)
         in_ax, p_out_axes = (tuple(None if a is None else 0 for a in ax) for ax in (axes, out_axes))
-        if _state.eager and not extra and not any(isinstance(x, Tracer) for x in leaves):
+        if trace_state.eager and not extra and not any(isinstance(x, Tracer) for x in leaves):
             heads = [mesh.local[i][1] for i in mesh.heads]
             outs = _execute(closed, mesh, [_host_input(x, a, heads) for x, a in zip(leaves, axes)], in_ax, p_out_axes,
                             self.memory_strategy)
@@ -155,8 +156,8 @@ class PmapFunction:
         avals = tuple(_shard_aval(x, a) for x, a in zip(leaves, axes))
         key = (in_tree, avals, tuple(axes), tuple((i, args[i]) for i in sorted(static_pos)), n_global,
                _bound_axis_names())
-        hit = self._traces.get(key)
-        if hit is None:
+
+        def make():
             out_tree, mesh_axes = [], []
 
             def flat_fun(*xs):
@@ -166,11 +167,11 @@ class PmapFunction:
             with new_main(SpmdAxisTrace, _Frame(self.axis_name, n_global, mesh_axes)):
                 closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
             self.trace_count += 1
-            avals = closed.out_avals
-            out_axes = mapped_axes("pmap", self.out_axes, tree_unflatten(out_tree[0], avals), avals, "out_axes", 1)
-            hit = (closed, out_tree[0], tracers, out_axes, tuple(mesh_axes))
-            if not tracers:
-                self._traces[key] = hit
+            out_avals = closed.out_avals
+            out_axes = mapped_axes("pmap", self.out_axes, tree_unflatten(out_tree[0], out_avals), out_avals,
+                                   "out_axes", 1)
+            return closed, out_tree[0], tracers, out_axes, tuple(mesh_axes)
+        hit = once(self._traces, key, make, lambda hit: not hit[2])
         closed, out_tree, tracers, out_axes, mesh_axes = hit
         return closed, out_tree, tracers, out_axes, self._mesh(n_global, mesh_axes)
 
@@ -311,8 +312,8 @@ class _PmapSite(CallSite):
         self.residual_axis = 0 if len(mesh.heads) == len(mesh.local) else PER_DEVICE
 
     def derive(self, key: tuple, make: Callable, *args):
-        return _cached(self.closed, ("pmap", self.mesh.names, self.mesh.shape) + key,
-                       lambda: _in_frames(self.mesh, make, self.closed, *args))
+        return once(self.closed.cache, ("pmap", self.mesh.names, self.mesh.shape) + key,
+                    lambda: _in_frames(self.mesh, make, self.closed, *args))
 
     def bind(self, args: list, closed: ClosedProgram, name: str, in_axes: tuple, out_axes: tuple) -> list:
         return pmap_p.bind(*args, program=closed, mesh=self.mesh, in_axes=in_axes, out_axes=out_axes, name=name)

@@ -101,8 +101,15 @@ def asarray(obj, /, dtype=None, *, device=None, copy: bool | None = None) -> Arr
     if hasattr(obj, "__dlpack__") and not isinstance(obj, (np.ndarray, np.generic)):
         return from_dlpack(obj, device=device) if dt is None else asarray(from_dlpack(obj), dt, device=device)
     dev = device if device is not None else default_device()
+    for leaf in leaves(obj):
+        if not (type(leaf) in PYTHON_SCALARS or isinstance(leaf, (complex, np.ndarray, np.generic))
+                or hasattr(leaf, "__array__") or hasattr(leaf, "__array_interface__")):
+            raise TypeError(f"asarray: cannot convert {type(obj).__name__} to an array: {leaf!r:.40} (a "
+                            f"{type(leaf).__name__}) is not a number, bool or array, nor a list/tuple of them")
     try:
         host = np.array(obj, dtype=dt or _infer_dtype(obj), copy=True)
+    except OverflowError:
+        raise OverflowError(f"asarray: {obj!r:.60} is out of range for {dt or _infer_dtype(obj)}") from None
     except (TypeError, ValueError) as e:     # a str or object leaf is not read as a dtype name
         raise type(e)(f"asarray: cannot convert {type(obj).__name__} to an array: {e}") from None
     return wrap(dev.put(host), dev)

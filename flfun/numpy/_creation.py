@@ -5,6 +5,7 @@ Default dtypes are float32 and int64; numpy inputs keep their dtype.
 """
 import math
 import operator
+import os
 
 import numpy as np
 
@@ -25,11 +26,27 @@ __all__ = ["full", "zeros", "ones", "empty", "full_like", "zeros_like", "ones_li
 
 
 # ------------------------------------------------------------------------------------------------------- filled
-def _shape(shape, op: str) -> tuple[int, ...]:
+def _shape(shape, op: str, dtype=None) -> tuple[int, ...]:
+    """``shape`` as a tuple of ints; a clear error for negative sizes and, with ``dtype``, for arrays larger than
+    this machine's memory (a filled array starts as a broadcast view, whose MemoryError would come later)."""
     out = ints(shape, op)
     if any(d < 0 for d in out):
         raise ValueError(f"{op}: negative dimensions are not allowed, got shape {out}")
+    nbytes = math.prod(out) * (np.dtype(dtype).itemsize if dtype is not None else 0)
+    if nbytes > _MEMORY:
+        raise MemoryError(f"{op}: an array of shape {out} and dtype {np.dtype(dtype)} needs {nbytes / 2**30:.3g} "
+                          f"GiB, more than this machine's {_MEMORY / 2**30:.3g} GiB of memory")
     return out
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 2 ** 62
+
+
+_MEMORY = _physical_memory()
 
 
 def full(shape, fill_value, dtype=None, *, device=None) -> Array:
@@ -44,11 +61,11 @@ def full(shape, fill_value, dtype=None, *, device=None) -> Array:
 
 
 def _full(shape, fill_value, dtype, device, op: str) -> Array:
-    shape = _shape(shape, op)
     if np.ndim(fill_value) != 0:
         raise ValueError(f"{op}: fill_value must be a scalar, got shape {np.shape(fill_value)}")
     if dtype is None:
         dtype = dtype_and_weak(fill_value)[0] if op == "full" else dtypes.DEFAULT_FLOAT
+    shape = _shape(shape, op, dtypes.canonicalize(dtype))
     return to_device(lax_shape.full(shape, fill_value, dtype), device)
 
 

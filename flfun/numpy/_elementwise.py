@@ -10,7 +10,7 @@ import numpy as np
 
 from flfun import dtypes
 from flfun.array import Array
-from flfun.core import _state, wrap
+from flfun.core import trace_state, wrap
 from flfun.numpy.promotion import asarray_like, promote, to_float
 from flfun.primitives import elementwise as lax
 
@@ -24,7 +24,7 @@ def _binary(prim, lax_fn, name: str, kinds: str = "iuf", doc: str = "", to_float
     ok = frozenset(d for d in dtypes.SUPPORTED if d.kind in kinds)   # a set test is cheaper than dt.kind in kinds
 
     def op(x1, x2, /):
-        st = _state
+        st = trace_state
         t1, t2 = type(x1), type(x2)
         if st.evaluate and (t1 is Array or t2 is Array):
             x, other, t = (x1, x2, t2) if t1 is Array else (x2, x1, t1)
@@ -67,7 +67,7 @@ def _accelerated(op, prim, ok, general):
         from flfun import _dispatch
     except ImportError:
         return op
-    _dispatch.setup(Array, _state, _FLOATS)
+    _dispatch.setup(Array, trace_state, _FLOATS)
     fast = _dispatch.BinaryOp(prim.impls, ok, op, general)
     fast.__name__, fast.__qualname__, fast.__doc__, fast.__wrapped__ = op.__name__, op.__name__, op.__doc__, op
     return fast
@@ -171,7 +171,7 @@ exp, log, log1p, expm1, sqrt, sin, cos, tan, tanh, arcsin, arccos, arctan, sinh,
 asin, acos, atan = arcsin, arccos, arctan
 log2 = _float_unary(lambda x: lax.div(lax.log(x), _const(x, np.log(2.0))), "log2", "Base-2 logarithm.")
 log10 = _float_unary(lambda x: lax.div(lax.log(x), _const(x, np.log(10.0))), "log10", "Base-10 logarithm.")
-exp2 = _float_unary(lambda x: lax.exp(lax.mul(x, _const(x, np.log(2.0)))), "exp2", "``2 ** x``.")
+exp2 = _float_unary(lambda x: lax.pow(_const(x, 2), x), "exp2", "``2 ** x`` (exact at integers).")
 asinh = arcsinh = _float_unary(lambda x: lax.log(lax.add(x, lax.sqrt(lax.add(lax.mul(x, x), _const(x, 1))))),
                                "arcsinh", "Inverse hyperbolic sine.")
 acosh = arccosh = _float_unary(lambda x: lax.log(lax.add(x, lax.sqrt(lax.sub(lax.mul(x, x), _const(x, 1))))),
@@ -293,9 +293,20 @@ def divmod(x1, x2, /):
 
 
 def hypot(x1, x2, /):
-    """``sqrt(x1**2 + x2**2)`` elementwise."""
+    """``sqrt(x1**2 + x2**2)`` elementwise, without overflow or underflow in the squares (``inf`` if either is).
+
+    Example::
+
+        >>> fnp.hypot(fnp.asarray(3e38, "float32"), 1.0)    # squaring 3e38 overflows float32
+        Array(3.e+38, dtype=float32)
+    """
     a, b = promote("hypot", x1, x2, to_float=True)
-    return lax.sqrt(lax.add(lax.mul(a, a), lax.mul(b, b)))
+    a, b = lax.abs(a), lax.abs(b)
+    big, small = lax.max(a, b), lax.min(a, b)
+    ratio = lax.div(small, lax.select(lax.eq(big, _const(big, 0)), _const(big, 1), big))
+    out = lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
+    inf = _const(big, np.inf)
+    return lax.select(lax.or_(lax.eq(a, inf), lax.eq(b, inf)), inf, out)
 
 
 def logaddexp(x1, x2, /):

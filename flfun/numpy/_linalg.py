@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from flfun.array import Array
-from flfun.core import _state, short, wrap
+from flfun.core import trace_state, short, wrap
 from flfun.numpy._einsum import contract, take_diagonals
 from flfun.numpy.promotion import asarray_like, promote
 from flfun.numpy._reductions import sum as _sum
@@ -43,7 +43,7 @@ def matmul(x1, x2, /) -> Array:
         >>> fnp.matmul(fnp.ones((5, 2, 3)), fnp.ones((3, 4))).shape
         (5, 2, 4)
     """
-    if _state.eager and type(x1) is Array and type(x2) is Array:   # eager 2-d fast path (checks done here)
+    if trace_state.eager and type(x1) is Array and type(x2) is Array:   # eager 2-d fast path (checks done here)
         v1, v2 = x1._value, x2._value
         if v1.ndim == 2 and v2.ndim == 2 and v1.shape[1] == v2.shape[0] and v1.dtype == v2.dtype \
                 and x1._device is x2._device and v1.dtype in _MATMUL_DTYPES:

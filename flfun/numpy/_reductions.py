@@ -8,7 +8,7 @@ import builtins
 
 from flfun import dtypes
 from flfun.array import Array
-from flfun.core import _state, short, wrap
+from flfun.core import trace_state, short, wrap
 from flfun.numpy._elementwise import isnan, to_bool
 from flfun.numpy.promotion import asarray_like, promote, to_float
 from flfun.primitives import elementwise as lax, reduce as lax_reduce, shape as lax_shape
@@ -73,13 +73,13 @@ def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
         >>> fnp.sum(fnp.asarray([[1, 2], [3, 4]], dtype="int32"), axis=0).tolist()   # int64 result
         [4, 6]
     """
-    if _state.evaluate and type(x) is Array and axis is None and dtype is None and not keepdims \
+    if trace_state.evaluate and type(x) is Array and axis is None and dtype is None and not keepdims \
             and x._value.dtype.kind == "f":   # the common full float sum, straight to the impl (benchmark W1)
         v = x._value
         params = {"axes": tuple(range(v.ndim))}
         out = wrap(_reduce_sum_impls[x._device.backend](v, **params), x._device)
-        if _state.tape is not None:           # an eager grad is recording
-            _state.tape.record(lax_reduce.reduce_sum_p, params, (x,), (out,))
+        if trace_state.tape is not None:           # an eager grad is recording
+            trace_state.tape.record(lax_reduce.reduce_sum_p, params, (x,), (out,))
         return out
     return _reduce("sum", lax_reduce.reduce_sum, accumulated(x, dtype), axis, keepdims)
 
@@ -164,8 +164,14 @@ def mean(x, /, *, axis=None, keepdims: bool = False, dtype=None) -> Array:
     x = asarray_like(x)
     x = to_float(x if dtype is None else _cast(x, dtypes.canonicalize(dtype)))
     axes = _axes("mean", axis, len(x.shape))
-    total = lax_reduce.reduce_sum(x, axes)
-    return keep_reduced_dims(x, lax.div(total, _scalar(float(_count(x, axes)), x.dtype)), axes, keepdims)
+    wide = _widened(x)
+    total = lax.div(lax_reduce.reduce_sum(wide, axes), _scalar(float(_count(x, axes)), wide.dtype))
+    return keep_reduced_dims(x, _cast(total, x.dtype), axes, keepdims)
+
+
+def _widened(x):
+    """``x`` in float32 if it is a narrower float (float16, bfloat16): means and variances accumulate there."""
+    return _cast(x, dtypes.float32) if dtypes.is_float(x.dtype) and x.dtype.itemsize < 4 else x
 
 
 def _correction(op, correction, ddof):
@@ -187,10 +193,11 @@ def var(x, /, *, axis=None, correction: float = 0.0, keepdims: bool = False, ddo
     correction = _correction("var", correction, ddof)
     x = to_float(x)
     axes = _axes("var", axis, len(x.shape))
-    centred = lax.sub(x, mean(x, axis=axes, keepdims=True))
+    wide = _widened(x)
+    centred = lax.sub(wide, mean(wide, axis=axes, keepdims=True))
     squares = lax_reduce.reduce_sum(lax.mul(centred, centred), axes)
     dof = builtins.max(_count(x, axes) - correction, 0)
-    return keep_reduced_dims(x, lax.div(squares, _scalar(float(dof), x.dtype)), axes, keepdims)
+    return keep_reduced_dims(x, _cast(lax.div(squares, _scalar(float(dof), wide.dtype)), x.dtype), axes, keepdims)
 
 
 def std(x, /, *, axis=None, correction: float = 0.0, keepdims: bool = False, ddof=None) -> Array:

@@ -313,7 +313,10 @@ def solve(x1, x2, /) -> Array:
 def inv(x, /) -> Array:
     """Inverses of square matrices: ``linalg.inv(fnp.eye(2) * 2.0).tolist() == [[0.5, 0.0], [0.0, 0.5]]``."""
     x = _matrices("inv", x)
-    return lax_decomp.solve(x, _eye_like(x))
+    try:
+        return lax_decomp.solve(x, _eye_like(x))
+    except np.linalg.LinAlgError:     # (raised eagerly; under jit the executable's error names solve)
+        raise np.linalg.LinAlgError(f"inv: singular matrix, it has no inverse (input {short(x)})") from None
 
 
 def _cutoff(s, rtol, shape):

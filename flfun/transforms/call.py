@@ -16,11 +16,12 @@ from flfun import core
 from flfun.array import Array
 from flfun.compiler.passes import partial_eval
 from flfun.compiler.pipeline import compile_program
-from flfun.core import Primitive, ShapedArray, Tracer, _state, get_aval, register_impl, to_array
+from flfun.core import Primitive, ShapedArray, Tracer, trace_state, get_aval, register_impl, to_array
 from flfun.ir import ClosedProgram, Eqn, Literal, Program, eval_program
 from flfun.primitives.rules import (UndefinedPrimal, Zero, is_zero, moveaxis, moveaxis_to_front, not_mapped,
                                     tangent_aval)
 from flfun.transforms.staging import trace_to_program
+from flfun.util import once
 
 
 # ------------------------------------------------------------------------------------------ closing programs
@@ -29,7 +30,7 @@ def close_program(program: Program, consts: list) -> tuple[ClosedProgram, list]:
     transforms and arrays an eager grad tape is watching, leading inputs. Returns the closed program and those
     values."""
     tracers, keep, env = {}, {}, {}      # constvar -> outer tracer / concrete array / scalar Literal
-    tape = _state.tape
+    tape = trace_state.tape
     for v, c in zip(program.constvars, consts):
         if isinstance(c, Tracer) or tape is not None and id(c) in tape.index:   # the eager grad tape watches c
             tracers[v] = c
@@ -57,13 +58,6 @@ jit_p = Primitive("jit", multiple_results=True)
 @jit_p.def_abstract_eval
 def _jit_abstract_eval(*avals, closed, name, donated):
     return list(closed.out_avals)
-
-
-def _cached(closed: ClosedProgram, key, make: Callable):
-    hit = closed.cache.get(key)
-    if hit is None:
-        hit = closed.cache[key] = make()
-    return hit
 
 
 def _kept(xs, keep) -> list:
@@ -134,7 +128,7 @@ class CallSite:
 
     def derive(self, key: tuple, make: Callable, *args):
         """``make(closed, *args)``, cached on ``closed`` under ``key``."""
-        return _cached(self.closed, key, lambda: make(self.closed, *args))
+        return once(self.closed.cache, key, lambda: make(self.closed, *args))
 
     def bind(self, args: list, closed: ClosedProgram, name: str, in_axes: tuple, out_axes: tuple) -> list:
         return jit_p.bind(*args, closed=closed, name=name, donated=())

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from flfun.core import Primitive, _state, get_aval, register_impl, short
+from flfun.core import Primitive, trace_state, get_aval, register_impl, short
 from flfun.primitives.base import instantiate, moveaxis_to_front
 from flfun.primitives.common import Zero, is_zero, tangent_aval
 from flfun.transforms.jvp import as_arrays
@@ -160,7 +160,7 @@ class custom_jvp(_Custom):
     def __call__(self, *args):
         if self.jvp is None:
             raise AttributeError(f"custom_jvp {self.__name__}: no JVP rule defined; use .defjvp")
-        if _state.eager:
+        if trace_state.eager:
             return self.fun(*args)
         return self._bind(custom_jvp_call_p, args, jvp=self._flat_jvp)
 
@@ -245,7 +245,7 @@ class custom_vjp(_Custom):
     def __call__(self, *args):
         if self.fwd is None:
             raise AttributeError(f"custom_vjp {self.__name__}: no VJP rule defined; use .defvjp")
-        if _state.eager:
+        if trace_state.eager:
             return self.fun(*args)
         return self._bind(custom_vjp_call_p, args, fwd=self._flat_fwd, bwd=self._flat_bwd)
 

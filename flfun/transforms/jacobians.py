@@ -83,6 +83,10 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         out, f_vjp = vjp(g, *dargs)
         out_leaves, out_tree = tree_flatten(out)
         out_avals = [get_aval(o) for o in out_leaves]
+        bad = next((a for a in out_avals if not dtypes.is_float(a.dtype)), None)
+        if bad is not None:
+            raise TypeError(f"jacrev: the function's outputs must be floating point, got {bad.str_short()} "
+                            f"(an integer or bool output has no reverse-mode cotangent; cast it with .astype)")
         cts = vmap(lambda *ct: tree_flatten(f_vjp(tree_unflatten(out_tree, ct)))[0])(*_basis(out_avals))
         blocks = [_split_axis(c, out_avals, 0) for c in cts]    # per input leaf, per output leaf
         per_out = [tree_unflatten(in_tree, [b[i] for b in blocks]) for i in range(len(out_avals))]

@@ -17,11 +17,13 @@ import numpy as np
 
 from flfun import core
 from flfun.array import Array
+from flfun.compiler.cache import CacheInfo, ProgramCache, pinned_bytes
 from flfun.compiler.executor import Executable, writes_out
 from flfun.compiler.liveness import plan_program
 from flfun.compiler.passes import optimize
 from flfun.compiler.pipeline import DEFAULT_STRATEGY, compile_program, global_version
-from flfun.core import Tracer, _state, get_aval, short, wrap
+from flfun.config import config
+from flfun.core import Tracer, trace_state, get_aval, short, wrap
 from flfun.ir import ClosedProgram
 from flfun.memory import get_allocator
 from flfun.memory.planner import MemoryPlan
@@ -30,6 +32,7 @@ from flfun.transforms.jvp import flatten_fun
 from flfun.transforms.staging import trace_to_program
 from flfun.transforms.vjp import with_args
 from flfun.tree import tree_flatten, tree_leaves, tree_unflatten
+from flfun.util import once
 
 
 # --------------------------------------------------------------------------------------------- donation
@@ -95,14 +98,39 @@ def _fast_key(args, kwargs, positional: bool):
     return tuple(key), raw, leaves
 
 
+def _check_argnums(name: str, params: list, static: tuple, names: tuple, donate: tuple) -> None:
+    """ValueError for argument numbers or names that ``fun``'s signature (``params``, when known) cannot have,
+    and for an argument that is both static and donated."""
+    kinds = {p.kind for p in params}
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if params and inspect.Parameter.VAR_POSITIONAL not in kinds:
+        n = len(positional)
+        for what, nums in (("static_argnums", static), ("donate_argnums", donate)):
+            if any(not -n <= i < n for i in nums):
+                raise ValueError(f"jit: {what}={nums} for {name}, which takes {n} positional argument(s)")
+    if params and inspect.Parameter.VAR_KEYWORD not in kinds:
+        unknown = [k for k in names if k not in {p.name for p in params}]
+        if unknown:
+            raise ValueError(f"jit: static_argnames {unknown} are not parameters of {name} "
+                             f"({', '.join(p.name for p in params)})")
+    n = len(positional)
+    norm = (lambda i: i % n) if n else (lambda i: i)
+    static_pos = {norm(i) for i in static} | {positional.index(k) for k in names if k in positional}
+    both = static_pos & {norm(i) for i in donate}
+    if both:
+        raise ValueError(f"jit: argument(s) {sorted(both)} of {name} are both static and donated; a static "
+                         f"argument is a Python value, which has no buffer to donate")
+
+
 # ---------------------------------------------------------------------------------------------------- jit
-_Traced = collections.namedtuple("_Traced", "closed out_tree tracers avals in_tree")
+_Traced = collections.namedtuple("_Traced", "closed out_tree tracers avals in_tree key")
 
 
 class JitFunction:
     """A function compiled on first call for each new argument signature (see ``jit``)."""
 
-    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), memory_strategy=None):
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(), memory_strategy=None,
+                 cache_size: int | None = None, cache_bytes: int | None = None):
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.__name__ = getattr(fun, "__name__", type(fun).__name__)
@@ -114,19 +142,23 @@ class JitFunction:
             if any(type(v) is not kind for v in vals):
                 raise ValueError(f"jit: {what} must be {'ints' if kind is int else 'strings'}, got {vals!r}")
         try:
-            params = list(inspect.signature(fun).parameters)
+            params = list(inspect.signature(fun).parameters.values())
         except (TypeError, ValueError):
             params = []
+        _check_argnums(self.__name__, params, self.static_argnums, self.static_argnames, self.donate_argnums)
+        params = [p.name for p in params]
         self.static_argnames += tuple(params[i] for i in self.static_argnums if 0 <= i < len(params))
         self.static_argnums += tuple(params.index(n) for n in self.static_argnames if n in params
                                      and params.index(n) not in self.static_argnums)
         self.memory_strategy = memory_strategy
         self._static = bool(self.static_argnums or self.static_argnames)
-        self._traces, self._fast, self._fast_version, self.trace_count = {}, {}, None, 0
+        self._traces = ProgramCache(cache_size or config.jit_cache_size, cache_bytes or config.jit_cache_bytes,
+                                    self._evicted)
+        self._fast, self._fast_version, self.trace_count = {}, None, 0
 
     # --- calling
     def __call__(self, *args, **kwargs):
-        if _state.eager and not self._static:
+        if trace_state.eager and not self._static:
             version = global_version()
             if version != self._fast_version:
                 self._fast.clear()
@@ -136,7 +168,8 @@ class JitFunction:
                 hit = fast and self._fast.get(fast[0])
                 # (an executable whose arena came from another allocator than the device's now is recompiled)
                 if hit and (hit[0].allocator is None or hit[0].allocator is get_allocator(hit[2])):
-                    exe, out_tree, dev, donated = hit
+                    exe, out_tree, dev, donated, traced = hit
+                    self._traces.touch(traced.key)
                     outs = exe(*(_raw_args(fast[2], None, donated) if donated else fast[1]))
                     return wrap(outs[0], dev) if out_tree is None else \
                         tree_unflatten(out_tree, [wrap(o, dev) for o in outs])
@@ -170,30 +203,28 @@ class JitFunction:
                                  f"array; mark it static (static_argnums / static_argnames)") from None
         avals = tuple(avals)
         key = (in_tree, avals, static)
-        hit = self._traces.get(key)
-        if hit is not None:
-            return hit, leaves, avals, donated
 
-        def fun(dyn, dyn_kw):
-            return self.fun(*with_args(args, dyn_pos, dyn), **{**kwargs, **dyn_kw})
-        flat_fun, out_tree = flatten_fun(fun, in_tree)
-        closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
-        self.trace_count += 1
-        traced = _Traced(closed, out_tree[0], tracers, avals, in_tree)
-        if not tracers:
-            self._traces[key] = traced
-        return traced, leaves, avals, donated
+        def make():
+            def fun(dyn, dyn_kw):
+                return self.fun(*with_args(args, dyn_pos, dyn), **{**kwargs, **dyn_kw})
+            flat_fun, out_tree = flatten_fun(fun, in_tree)
+            closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
+            self.trace_count += 1
+            return _Traced(closed, out_tree[0], tracers, avals, in_tree, key)
+        return once(self._traces, key, make, lambda traced: not traced.tracers), leaves, avals, donated
 
     def _call(self, args, kwargs):
         traced, leaves, avals, donated = self._trace(args, kwargs)
-        if not _state.eager or traced.tracers or any(isinstance(x, Tracer) for x in leaves):
+        if not trace_state.eager or traced.tracers or any(isinstance(x, Tracer) for x in leaves):
             outs = jit_p.bind(*traced.tracers, *leaves, closed=traced.closed, name=self.__name__, donated=())
             return tree_unflatten(traced.out_tree, outs)
         dev = _device_of(leaves)
         exe = compile_program(traced.closed, dev, donated, self.memory_strategy)
+        self._traces.pin(traced.key, pinned_bytes(traced.closed.cache))
         if not self._static and all(type(x) is Array for x in leaves):
             key = _fast_key(args, kwargs, not (kwargs or self.donate_argnums))[0]
-            self._fast[key] = (exe, None if traced.out_tree.node_type is None else traced.out_tree, dev, donated)
+            self._fast[key] = (exe, None if traced.out_tree.node_type is None else traced.out_tree, dev, donated,
+                               traced)
         outs = exe(*_raw_args(leaves, avals, donated))
         return tree_unflatten(traced.out_tree, [wrap(o, dev) for o in outs])
 
@@ -208,6 +239,21 @@ class JitFunction:
 
     def _cache_size(self) -> int:
         return len(self._traces)
+
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses, entries, evictions and pinned arena bytes of the compiled-program cache (LRU, bounded by
+        ``cache_size`` entries and ``cache_bytes`` arena bytes; defaults in ``flfun.config``).
+
+        Example::
+
+            >>> f = fl.jit(fnp.sin); f(fnp.ones(2)); f(fnp.ones(2)); f.cache_info().hits
+            1
+        """
+        return self._traces.info()
+
+    def _evicted(self, key, traced: _Traced) -> None:
+        for k in [k for k, v in list(self._fast.items()) if v[4] is traced]:
+            self._fast.pop(k, None)
 
     def clear_cache(self) -> None:
         self._traces.clear()
@@ -283,7 +329,8 @@ class Compiled:
 
 
 def jit(fun: Callable, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
-        donate_argnums: int | Sequence[int] = (), memory_strategy: str | None = None) -> JitFunction:
+        donate_argnums: int | Sequence[int] = (), memory_strategy: str | None = None, *,
+        cache_size: int | None = None, cache_bytes: int | None = None) -> JitFunction:
     """Compile ``fun``: trace it once per argument signature, optimise, plan memory, and run generated code.
 
     Args:
@@ -292,6 +339,8 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), static_argnames
             retraces); use them for shapes, flags or anything used in Python control flow.
         donate_argnums: arguments whose buffers the program may overwrite (their Arrays become unusable).
         memory_strategy: the planner's offset strategy ('auto', 'naive', 'greedy_by_size', 'best_fit', ...).
+        cache_size / cache_bytes: bounds of the compiled-program cache, in entries and in bytes of the arenas
+            they pin; least recently used programs beyond them are dropped (``cache_info()`` has the counts).
 
     Example::
 
@@ -302,7 +351,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), static_argnames
     """
     if not callable(fun):
         raise ValueError(f"jit: fun must be callable, got {fun!r:.60}")
-    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, memory_strategy)
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, memory_strategy, cache_size, cache_bytes)
 
 
 def make_ir(fun: Callable, static_argnums: int | Sequence[int] = (), optimized: bool = False) -> Callable:

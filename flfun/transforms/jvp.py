@@ -95,14 +95,24 @@ def jvp_flat(f: Callable, primals: list, tangents: list) -> tuple[list, list]:
         return [o.primal for o in outs], [o.tangent for o in outs]
 
 
-def flatten_fun(f: Callable, in_tree, has_aux: bool = False) -> tuple[Callable, list]:
+def split_aux(op: str, out) -> tuple:
+    """``(output, aux)`` from the result of a ``has_aux=True`` function; a TypeError naming ``op`` if it is not
+    a pair."""
+    if type(out) is not tuple or len(out) != 2:
+        got = f"a {type(out).__name__} of length {len(out)}" if isinstance(out, (tuple, list)) else \
+            type(out).__name__
+        raise TypeError(f"{op}: with has_aux=True the function must return a tuple (output, aux), got {got}")
+    return out
+
+
+def flatten_fun(f: Callable, in_tree, has_aux: bool = False, op: str = "vjp") -> tuple[Callable, list]:
     """Wrap a pytree function as a flat one; the returned list receives the output structure (and, with
     ``has_aux``, the auxiliary value of ``f``'s ``(output, aux)``)."""
     store = []
 
     def flat(*leaves):
         out = f(*tree_unflatten(in_tree, leaves))
-        out, aux = out if has_aux else (out, None)
+        out, aux = split_aux(op, out) if has_aux else (out, None)
         leaves_out, td = tree_flatten(out)
         store[:] = [td, aux]
         return leaves_out
@@ -162,4 +172,4 @@ def linearize(f: Callable, *primals) -> tuple[Any, Callable]:
     return tree_unflatten(out_tree[0], outs), f_jvp
 
 
-__all__ = ["jvp", "linearize", "jvp_flat", "linearize_flat", "JVPTrace", "JVPTracer"]
+__all__ = ["split_aux", "jvp", "linearize", "jvp_flat", "linearize_flat", "JVPTrace", "JVPTracer"]

@@ -13,7 +13,7 @@ recorded as well. Tests compare tape gradients with linearize + transpose for ev
 """
 from __future__ import annotations
 
-from flfun.core import _refresh_state, _state, get_aval, wrap
+from flfun.core import trace_state, get_aval, wrap
 from flfun.primitives.rules import UndefinedPrimal, Zero, instantiate, is_zero, unbroadcast
 from flfun.primitives.elementwise import add
 
@@ -60,13 +60,13 @@ def node_vjp(prim, params, args, outs, cts: list, need: list[int]) -> dict[int, 
 def tape_vjp_flat(f, primals: list):
     """``(outputs, f_vjp)`` for a flat function of concrete arrays, recording a tape (see module docstring)."""
     inputs = [wrap(p._value, p._device) for p in primals]   # fresh identities, even if an array is passed twice
-    tape = _state.tape = Tape(inputs)
-    _refresh_state()
+    tape = trace_state.tape = Tape(inputs)
+    trace_state.refresh()
     try:
         outs = f(*inputs)
     finally:
-        _state.tape = None
-        _refresh_state()
+        trace_state.tape = None
+        trace_state.refresh()
 
     def f_vjp(cts: list) -> list:
         acc: dict[int, object] = {}     # id of an Array on the tape -> its cotangent so far

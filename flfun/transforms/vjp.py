@@ -8,12 +8,12 @@ from typing import Callable, Sequence
 
 from flfun.array import Array
 from flfun.config import config
-from flfun.core import _state, get_aval, wrap
+from flfun.core import trace_state, get_aval, wrap
 from flfun.primitives.rules import UndefinedPrimal, instantiate
 from flfun.primitives.shape import full as full_array
 from flfun.transforms.tape import tape_vjp_flat
 from flfun.transforms.transpose import backward_pass, vjp_flat_linearized
-from flfun.transforms.jvp import JVPTracer, as_arrays, flatten_fun, leaf_like
+from flfun.transforms.jvp import JVPTracer, as_arrays, flatten_fun, leaf_like, split_aux
 from flfun.tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
 
@@ -21,7 +21,7 @@ def vjp_flat(f: Callable, primals: list):
     """``(outputs, f_vjp)`` for a flat function: on the eager tape when nothing is being traced and every
     primal is concrete (fast), else by linearize + transpose (works under any transform)."""
     primals = as_arrays(primals)
-    if _state.eager and config.eager_tape and set(map(type, primals)) <= {Array}:   # no Tracer among them
+    if trace_state.eager and config.eager_tape and set(map(type, primals)) <= {Array}:   # no Tracer among them
         return tape_vjp_flat(f, primals)
     return vjp_flat_linearized(f, primals)
 
@@ -106,7 +106,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
 
         def flat_f(*leaves_in):
             out = f(*with_args(args, nums, leaves_in if tree is None else tree_unflatten(tree, leaves_in)), **kwargs)
-            out, aux = out if has_aux else (out, None)
+            out, aux = split_aux("grad", out) if has_aux else (out, None)
             aux_box.append(aux)
             return [out]
         (out,), f_vjp = vjp_flat(flat_f, leaves)

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
-from flfun.core import Trace, Tracer, full_lower, full_raise, get_aval, missing_rule, new_main
+from flfun.array import Array
+from flfun.core import Trace, Tracer, full_lower, full_raise, get_aval, missing_rule, new_main, to_array
 from flfun.primitives.rules import moveaxis, moveaxis_to_front, not_mapped
 from flfun.transforms.jvp import flatten_fun
 from flfun.tree import broadcast_prefix, tree_flatten, tree_unflatten
@@ -129,8 +130,8 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None
         outs, out_dims = vmap_flat(flat_f, AxisData(size, axis_name), leaves, dims)
         wanted = [out_axes] * len(outs) if isinstance(out_axes, int) or out_axes is None else \
             broadcast_prefix(out_axes, tree_unflatten(out_tree[0], outs), "vmap out_axes")
-        return tree_unflatten(out_tree[0], [_move_out(x, d, w, size, i)
-                                    for i, (x, d, w) in enumerate(zip(outs, out_dims, wanted))])
+        outs = [_move_out(x, d, w, size, i) for i, (x, d, w) in enumerate(zip(outs, out_dims, wanted))]
+        return tree_unflatten(out_tree[0], [o if isinstance(o, Array) else to_array(o) for o in outs])
     return batched
 
 
