@@ -115,8 +115,8 @@ def worker() -> dict:
     import flfun as fl
     import flfun.distributed as dist
     import flfun.numpy as fnp
-    from flfun.devices import local_device_count, process_count, process_index
-    from flfun.transforms.pmap import pmap
+    from flfun.distributed.devices import local_device_count, process_count, process_index
+    from flfun.distributed.pmap import pmap
     comm = None
     if int(os.environ.get("PMI_SIZE", "1")) > 1:
         dist.initialize()
@@ -186,9 +186,9 @@ def _zero_memory(pn) -> dict:
     """Adam state bytes on one device: unsharded, and with ZeRO-1 over this configuration's devices."""
     import flfun.numpy as fnp
     from flfun import optim
-    from flfun.devices import local_device_count
-    from flfun.optim_sharded import sharded, state_bytes_per_device
-    from flfun.transforms.pmap import pmap
+    from flfun.distributed.devices import local_device_count
+    from flfun.optim.sharded import sharded, state_bytes_per_device
+    from flfun.distributed.pmap import pmap
     params = [(fnp.asarray(w), fnp.asarray(b)) for w, b in pn]
     full = state_bytes_per_device(optim.adam(1e-3).init(params))
     zinit = pmap(sharded(optim.adam(1e-3), "i").init, "i", in_axes=None, axis_size=local_device_count())

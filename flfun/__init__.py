@@ -4,6 +4,7 @@ Pure functions on immutable arrays (``flfun.numpy``), transformed by ``grad``, `
 Every operation is a primitive whose impl can be swapped with ``register_impl``; every transform follows.
 """
 from flfun import dtypes, primitives, tree
+from flfun.backends import numpy_backend, cupy_backend  # noqa: F401,I001  (they register their factories, in this order)
 from flfun.array import Array
 from flfun.config import config
 from flfun.core import (ConcretizationError, Primitive, ShapedArray, UnexpectedTracerError, get_aval,
@@ -23,12 +24,11 @@ from flfun import numpy  # noqa: E402
 from flfun.numpy import from_dlpack  # noqa: E402
 from flfun.profiler import profile  # noqa: E402
 from flfun import distributed  # noqa: E402
-from flfun.devices import (device_count, device_put, device_put_replicated, device_put_sharded,  # noqa: E402
-                           devices, local_device_count, local_devices, process_count, process_index,
-                           set_cpu_device_count)
-from flfun.sharded import ShardedArray  # noqa: E402
-from flfun.transforms.pmap import pmap  # noqa: E402
-from flfun import checkpoint, nn, optim, random  # noqa: E402
+from flfun.distributed.devices import (device_count, device_put, devices, local_device_count,  # noqa: E402
+                                       local_devices, process_count, process_index, set_cpu_device_count)
+from flfun.distributed.sharded import ShardedArray, device_put_replicated, device_put_sharded  # noqa: E402
+from flfun.distributed.pmap import pmap  # noqa: E402
+from flfun import checkpoint, extend, nn, optim, random  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = [
@@ -39,5 +39,5 @@ __all__ = [
     "numpy", "lax", "from_dlpack", "profile", "jit", "make_ir", "pmap", "distributed", "devices", "local_devices",
     "device_count", "local_device_count", "process_index", "process_count", "set_cpu_device_count", "device_put",
     "device_put_sharded", "device_put_replicated", "ShardedArray", "random", "nn", "optim", "checkpoint",
-    "custom_jvp", "custom_vjp",
+    "custom_jvp", "custom_vjp", "extend",
 ]

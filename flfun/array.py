@@ -1,4 +1,5 @@
-"""The immutable ``Array``: a backend buffer plus its device. Operators forward to ``flfun.numpy``.
+"""The immutable ``Array``: a backend buffer plus its device (data only: its operators and array methods are
+installed by ``flfun/numpy/_array_methods.py``, so this module imports nothing above it).
 
 An Array never changes after it is made: there is no ``__setitem__`` and no in-place operator; use
 ``x.at[idx].set(v)`` for a functional update. Tracers (values seen inside a transform) subclass Array, so
@@ -6,17 +7,9 @@ An Array never changes after it is made: there is no ``__setitem__`` and no in-p
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
-
-
-@functools.cache
-def _fnp():
-    """flfun.numpy, imported on first use (it imports this module)."""
-    import flfun.numpy as ns
-    return ns
 
 
 class Array:
@@ -150,83 +143,3 @@ class Array:
 
     def __setitem__(self, idx, value):
         raise TypeError("flfun arrays are immutable; use x = x.at[idx].set(value) instead of x[idx] = value")
-
-    def __reduce__(self):
-        return (_unpickle, (self.__array__(copy=True), self._device.backend, self._device.id))
-
-    def __array_namespace__(self, *, api_version=None):
-        return _fnp()
-
-    def to_device(self, device, /, *, stream=None):
-        from flfun.devices import device_put
-        return device_put(self, device)
-
-    # --- methods that forward to flfun.numpy --------------------------------------------------------------
-    @property
-    def T(self):
-        return _fnp().transpose(self)
-
-    @property
-    def mT(self):
-        return _fnp().matrix_transpose(self)
-
-    @property
-    def at(self):
-        return _fnp().IndexUpdateHelper(self)
-
-    def astype(self, dtype, copy=True):
-        return _fnp().astype(self, dtype)
-
-    def reshape(self, *shape, order="C"):
-        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        return _fnp().reshape(self, shape)
-
-    def transpose(self, *axes):
-        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None)
-        return _fnp().transpose(self, axes)
-
-    def __getitem__(self, idx):
-        return _fnp().getitem(self, idx)
-
-
-def _unpickle(value: np.ndarray, backend: str, device_id: int) -> Array:
-    """A pickled Array, back on its device (on the default device where this process has no such device)."""
-    from flfun.backends import get_backend
-    from flfun.core import default_device, wrap
-    try:
-        devices = get_backend(backend).devices
-    except RuntimeError:        # the backend cannot run here (e.g. cupy without a GPU)
-        devices = []
-    device = devices[device_id] if device_id < len(devices) else default_device()
-    return wrap(device.put(value), device)
-
-
-def _forward(name, reflected=False):
-    def method(self, *args, **kwargs):
-        fn = getattr(_fnp(), name)
-        return fn(args[0], self) if reflected else fn(self, *args, **kwargs)
-    method.__name__ = name
-    return method
-
-
-def _forward_axis(name):
-    def method(self, axis=None, **kwargs):
-        return getattr(_fnp(), name)(self, axis=axis, **kwargs)
-    method.__name__ = name
-    method.__doc__ = f"``flfun.numpy.{name}(self, axis=axis, ...)`` (``axis`` may be passed positionally)."
-    return method
-
-
-for _name in ("sum", "mean", "max", "min", "prod", "std", "var", "any", "all", "argmax", "argmin", "cumsum",
-              "cumprod"):
-    setattr(Array, _name, _forward_axis(_name))
-
-for _name in ("clip", "round", "squeeze", "flatten", "ravel", "dot", "conj", "sort", "argsort", "nonzero", "repeat",
-              "take", "swapaxes", "trace", "diagonal"):
-    setattr(Array, _name, _forward(_name))
-
-# The arithmetic and comparison operators are bound by flfun/numpy/__init__.py, straight to the namespace's
-# functions (the C fast path included); only these two are forwarded from here.
-for _op in ("matmul", "divmod"):
-    setattr(Array, f"__{_op}__", _forward(_op))
-    setattr(Array, f"__r{_op}__", _forward(_op, reflected=True))

@@ -83,7 +83,7 @@ def get_aval(x) -> ShapedArray:
 
 
 # --------------------------------------------------------------------------------------------------- primitives
-_PRIMITIVES: dict[str, "Primitive"] = {}
+PRIMITIVES: dict[str, "Primitive"] = {}
 _registry_version = itertools.count(1)
 registry_version = 0
 
@@ -119,7 +119,7 @@ class Primitive:
     """
 
     def __init__(self, name: str, *, multiple_results: bool = False, replace: bool = False):
-        if name in _PRIMITIVES and not replace:
+        if name in PRIMITIVES and not replace:
             raise ValueError(f"Primitive({name!r}): a primitive with this name exists; pass replace=True to "
                              f"replace it")
         self.name, self.multiple_results = name, multiple_results
@@ -136,7 +136,7 @@ class Primitive:
         self.identities: tuple[tuple[int, object], ...] = ()
         self.value_preserving = self.involution = False
         self.chain: Callable | None = None
-        _PRIMITIVES[name] = self
+        PRIMITIVES[name] = self
 
     def bind(self, *args, **params):
         return bind(self, *args, **params)
@@ -224,6 +224,16 @@ class ConcretizationError(TypeError):
 
 
 class MainTrace:
+    """One level of the trace stack: a transform in progress. ``level`` orders nested transforms (0 is eager
+    evaluation, the innermost transform has the highest), ``trace`` is the interpreter (an instance of
+    ``trace_type``), ``global_data`` its per-level state (vmap's axis, staging's equation list) and ``active``
+    turns False when the transform returns, so a leaked tracer is caught.
+
+    Example::
+
+        with new_main(JVPTrace) as main:          # level 1 above eager evaluation
+            x = JVPTracer(main.trace, primal, tangent)
+    """
     __slots__ = ("level", "trace_type", "global_data", "active", "trace")
 
     def __init__(self, level, trace_type, global_data):
@@ -247,7 +257,10 @@ def _needs_concrete(what: str) -> Callable:
 
 
 class Tracer(Array):
-    """A value inside a transform. Subclasses set ``_trace`` and provide ``aval``."""
+    """A value inside a transform: what the user's function sees instead of an Array. Each transform pairs a
+    ``Trace`` (the interpreter) with a ``Tracer`` subclass (its values: ``JVPTracer`` holds a primal and a
+    tangent, ``BatchTracer`` a batched value and its mapped axis, ``StagingTracer`` only an abstract value).
+    Subclasses set ``_trace`` and provide ``aval``; operators reach ``bind`` through ``flfun.numpy``."""
     __slots__ = ("_trace",)
 
     aval: ShapedArray
@@ -348,6 +361,13 @@ def _leaked(prim_name: str, tracer: Tracer) -> UnexpectedTracerError:
 
 
 def find_top_trace(prim: Primitive, args, params) -> Trace:
+    """The trace that handles ``prim`` on ``args``: the highest level among the arguments' tracers, the dynamic
+    (jit staging) trace if it is higher, and for a collective the trace that maps its named axis.
+
+    Example::
+
+        vmap(lambda x: x + y)(xs)      # add sees a BatchTracer and a concrete y: the BatchTrace handles it
+    """
     st = trace_state
     top = st.stack[0]
     for a in args:
@@ -369,6 +389,13 @@ def find_top_trace(prim: Primitive, args, params) -> Trace:
 
 
 def full_raise(trace: Trace, val):
+    """``val`` as a tracer of ``trace``: a concrete value or a tracer of a lower level is lifted with
+    ``trace.pure``; a tracer of a higher level here means it escaped its transform (an error).
+
+    Example::
+
+        tracers = [full_raise(trace, a) for a in args]      # what bind does before process_primitive
+    """
     if not isinstance(val, Tracer):
         return trace.pure(val if isinstance(val, Array) else to_array(val))
     m = val._trace.main
@@ -382,6 +409,8 @@ def full_raise(trace: Trace, val):
 
 
 def full_lower(val):
+    """``val`` with needless tracer layers removed (a JVPTracer with a zero tangent is its primal):
+    ``full_lower(out)``."""
     return val.full_lower() if isinstance(val, Tracer) else val
 
 

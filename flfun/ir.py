@@ -51,6 +51,13 @@ class Literal:
 
 @dataclass(frozen=True)
 class Eqn:
+    """One primitive application: ``outputs = prim(*inputs, **params)``; inputs are ``Var``s or ``Literal``s,
+    outputs ``Var``s (one per result; a ``multiple_results`` primitive has several).
+
+    Example::
+
+        Eqn(add_p, (x, Literal(1.0, f32)), (y,), {})      # prints as  y:f32[3] = add x 1.0:f32
+    """
     prim: Primitive
     inputs: tuple
     outputs: tuple
@@ -59,7 +66,18 @@ class Eqn:
 
 @dataclass(eq=False, repr=False)
 class Program:
-    """Inputs, constants, equations and outputs; compared and hashed by identity; ``str()`` gives the text."""
+    """A straight-line program (like a jaxpr): ``constvars`` and ``invars`` in, ``eqns`` in order, ``outvars``
+    out (each a ``Var`` of some equation or input, or a ``Literal``). Compared and hashed by identity;
+    ``str()`` gives the text.
+
+    Example::
+
+        >>> print(fl.make_ir(lambda x: fnp.sin(x) * 2.0)(1.0).program)
+        { lambda ; a:f32[]. let
+            b:f32[] = sin a
+            c:f32[] = mul b 2.0:f32
+          in (c,) }
+    """
     constvars: list[Var]
     invars: list[Var]
     eqns: list[Eqn]

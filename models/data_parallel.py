@@ -28,7 +28,7 @@ def setup(devices: int | None = None) -> tuple[int, int, int]:
     """Join the mpiexec processes (if any) and make ``devices`` CPU devices per process available; returns
     ``(process index, process count, local devices used)``."""
     import flfun.distributed as dist
-    from flfun.devices import local_device_count, process_count, process_index, set_cpu_device_count
+    from flfun.distributed.devices import local_device_count, process_count, process_index, set_cpu_device_count
     n = devices or 1
     if not dist.is_initialized():
         if local_device_count("numpy") < n:
@@ -44,7 +44,7 @@ def setup(devices: int | None = None) -> tuple[int, int, int]:
 def zero_optimizer(steps: int, lr: float, weight_decay: float, warmup: int):
     """The training command's optimizer (warm-up + cosine AdamW, clipping at global norm 1) as ZeRO-1."""
     from flfun import optim
-    from flfun.optim_sharded import sharded
+    from flfun.optim.sharded import sharded
     warmup = min(warmup, max(steps // 10, 1))
     sched = optim.warmup_cosine_schedule(lr, warmup, max(steps, warmup + 1), end_value=lr * 0.05)
     return sharded(optim.adamw(sched, weight_decay=weight_decay), AXIS, max_norm=1.0)
@@ -65,9 +65,9 @@ class DataParallel:
                  agree_stop: bool = False):
         import flfun
         from flfun import optim
-        from flfun.devices import local_devices
+        from flfun.distributed.devices import local_devices
         from flfun.lax import pmax, pmean
-        from flfun.transforms.pmap import pmap
+        from flfun.distributed.pmap import pmap
         self.rank, self.procs, self.local = setup(devices)
         self.opt, self.zero = opt, zero
         self.devices = local_devices()[:self.local] if self.procs == 1 else None

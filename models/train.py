@@ -457,7 +457,7 @@ def main(argv=None) -> int:
         result = train(args)
     except OSError as e:     # e.g. the disk filled up or a folder vanished while writing the outputs
         raise SystemExit(f"error: {e}") from None
-    from flfun.devices import process_index
+    from flfun.distributed.devices import process_index
     if process_index() != 0:
         return _status(result)
     out = args.out or os.path.join("runs", args.model)

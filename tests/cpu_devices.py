@@ -1,7 +1,7 @@
 """``cpu_devices(n)``: a block run with ``n`` in-process CPU devices, the previous count restored afterwards."""
 import contextlib
 
-from flfun.devices import local_devices, set_cpu_device_count
+from flfun.distributed.devices import local_devices, set_cpu_device_count
 
 
 @contextlib.contextmanager

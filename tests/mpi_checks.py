@@ -9,10 +9,10 @@ import flfun as fl
 import flfun.distributed as dist
 import flfun.numpy as fnp
 from flfun.distributed import threads
-from flfun.devices import devices, local_device_count, process_count, process_index
+from flfun.distributed.devices import devices, local_device_count, process_count, process_index
 from flfun.lax import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, psum,
                        psum_scatter)
-from flfun.transforms.pmap import pmap
+from flfun.distributed.pmap import pmap
 
 
 def mixed(v):
@@ -42,7 +42,7 @@ def check_training(rank: int) -> None:
     import flfun.random as fr
     from models import train as T
     from models.data_parallel import DataParallel, zero_optimizer
-    from flfun.optim_sharded import state_bytes_per_device
+    from flfun.optim.sharded import state_bytes_per_device
     task = T.make_task("mlp", 0)
     model0 = task.init(fr.key(0))
     steps, bs = 4, 64

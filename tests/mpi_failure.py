@@ -15,9 +15,9 @@ import numpy as np
 
 import flfun.distributed as dist
 import flfun.numpy as fnp
-from flfun.devices import process_index
+from flfun.distributed.devices import process_index
 from flfun.lax import all_gather, psum
-from flfun.transforms.pmap import pmap
+from flfun.distributed.pmap import pmap
 
 
 def main(mode: str) -> None:

@@ -12,15 +12,15 @@ from hypothesis import given, strategies as st
 from cpu_devices import cpu_devices
 import flfun as fl
 import flfun.numpy as fnp
-from flfun.devices import (device_count, device_put, device_put_replicated, device_put_sharded, devices,
-                           local_device_count, process_count, process_index, set_cpu_device_count)
+from flfun.distributed.devices import (device_count, device_put, devices, local_device_count, process_count,
+                                       process_index, set_cpu_device_count)
 from flfun.distributed import CollectiveAbortedError, CollectiveTimeoutError, ThreadCommunicator
 from flfun.lax import (all_gather, all_to_all, axis_index, axis_size, pmax, pmean, pmin, ppermute, psum,
                        psum_scatter)
 from flfun.primitives import impl_override
-from flfun.sharded import ShardedArray
+from flfun.distributed.sharded import ShardedArray, device_put_replicated, device_put_sharded
 from flfun.testing import check_grads
-from flfun.transforms.pmap import pmap
+from flfun.distributed.pmap import pmap
 
 COUNTS = (1, 2, 4, 8)
 
@@ -275,8 +275,8 @@ def test_thread_allreduce_into_a_strided_buffer():
 
 
 def test_a_slow_device_times_out(monkeypatch):
-    from flfun import distributed
-    monkeypatch.setattr(distributed, "_timeout", 0.3)
+    from flfun.distributed import communicator
+    monkeypatch.setattr(communicator, "_timeout", 0.3)
     f = pmap(lambda v: psum(fnp.sin(v), "i"), axis_name="i", devices=devices()[4:6])
     x = np.ones((2, 3))
     x[1] = -1.0
@@ -295,7 +295,7 @@ def _regression(seed=0):
 
 def test_zero_matches_unsharded_training_and_shards_the_state():
     from flfun import optim
-    from flfun.optim_sharded import sharded, state_bytes_per_device
+    from flfun.optim.sharded import sharded, state_bytes_per_device
     params, x, y = _regression()
     loss = lambda p, a, b: fnp.mean((a @ p["w"] + p["b"] - b) ** 2)       # noqa: E731
     base = optim.adamw(1e-2, weight_decay=0.1)

@@ -9,7 +9,7 @@ import pytest
 from cpu_devices import cpu_devices
 import flfun as fl
 import flfun.numpy as fnp
-from flfun.devices import device_count
+from flfun.distributed.devices import device_count
 from flfun.lax import all_gather, all_to_all, psum_scatter
 
 

@@ -13,7 +13,7 @@ from flfun.profiler import profile
 
 def _impls():
     core.default_device()
-    return {(p.name, b): f for p in core._PRIMITIVES.values() for b, f in p.impls.items()}
+    return {(p.name, b): f for p in core.PRIMITIVES.values() for b, f in p.impls.items()}
 
 
 def test_profile_table_and_counts():
@@ -73,7 +73,7 @@ def test_profiling_off_leaves_impls_untouched():
 
 def test_profile_restores_on_error_and_keeps_foreign_replacements():
     before = _impls()
-    exp_p = core._PRIMITIVES["exp"]
+    exp_p = core.PRIMITIVES["exp"]
     with pytest.raises(RuntimeError), profile():
         raise RuntimeError("boom")
     assert _impls() == before

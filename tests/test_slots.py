@@ -30,10 +30,10 @@ F32 = rules.ShapedArray((4,), np.dtype("float32"))
 def _forget_test_primitives():
     """The primitives a test defines leave the registry with it (other files reuse such names)."""
     from flfun import core
-    before = set(core._PRIMITIVES)
+    before = set(core.PRIMITIVES)
     yield
-    for name in set(core._PRIMITIVES) - before:
-        del core._PRIMITIVES[name]
+    for name in set(core.PRIMITIVES) - before:
+        del core.PRIMITIVES[name]
 
 
 def _unary(name: str, impl, **slots) -> rules.Primitive:

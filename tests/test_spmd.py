@@ -10,7 +10,7 @@ import pytest
 import flfun.numpy as fnp
 from flfun.distributed import threads
 from flfun.distributed.mpi import _spec
-from flfun.transforms.pmap import pmap
+from flfun.distributed.pmap import pmap
 
 
 @pytest.mark.parametrize("shape", [(0,), (0, 3), (0, 2, 2)])

@@ -27,7 +27,7 @@ MiB = 1 << 20
 
 
 def _impls():
-    return {(p.name, b): f for p in core._PRIMITIVES.values() for b, f in p.impls.items()}
+    return {(p.name, b): f for p in core.PRIMITIVES.values() for b, f in p.impls.items()}
 
 
 def _loss(w, x):

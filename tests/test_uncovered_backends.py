@@ -16,7 +16,7 @@ from flfun.compiler.executor import Executable
 from flfun.compiler.fusion import KERNEL_BUILDERS, FusedPrimitive, fuse_elementwise, fusible, register_kernel_builder
 from flfun.primitives import reduce as R
 from flfun.primitives import shape as S
-from flfun.transforms.pmap import pmap
+from flfun.distributed.pmap import pmap
 
 F32 = np.float32
 

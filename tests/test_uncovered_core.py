@@ -34,7 +34,7 @@ def test_an_array_pickled_on_a_gpu_loads_on_the_default_device_without_one():
     from flfun.backends import cupy_backend
     if cupy_backend.is_available():
         pytest.skip("this process has a GPU")
-    y = flfun.array._unpickle(np.arange(3, dtype=np.float32), "cupy", 0)
+    y = flfun.numpy._array_methods.unpickle(np.arange(3, dtype=np.float32), "cupy", 0)
     assert y.device is flfun.devices()[0] and y.tolist() == [0.0, 1.0, 2.0]
 
 
@@ -172,7 +172,7 @@ def test_cse_keeps_apart_equations_whose_unhashable_params_differ():
             return scale_p.bind(x, factors=np.array([1.0, 2.0])) + scale_p.bind(x, factors=np.array([3.0, 4.0]))
         assert flfun.jit(f)(fnp.ones(2)).tolist() == [4.0, 6.0]
     finally:
-        del flfun.core._PRIMITIVES["test_scale_by"]
+        del flfun.core.PRIMITIVES["test_scale_by"]
 
 
 # --------------------------------------------------------------------------------------------- executor

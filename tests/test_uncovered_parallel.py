@@ -11,13 +11,13 @@ from cpu_devices import cpu_devices
 import flfun as fl
 import flfun.numpy as fnp
 from flfun.backends.base import Device
-from flfun.devices import device_put, device_put_sharded, devices
+from flfun.distributed.devices import device_put, devices
 from flfun.distributed import ThreadCommunicator, get_timeout, set_timeout
 from flfun.lax import all_to_all, axis_index, ppermute, psum_scatter
 from flfun.optim import sgd
-from flfun.optim_sharded import sharded
-from flfun.sharded import ShardedArray
-from flfun.transforms.pmap import pmap
+from flfun.optim.sharded import sharded
+from flfun.distributed.sharded import ShardedArray, device_put_sharded
+from flfun.distributed.pmap import pmap
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -240,7 +240,7 @@ def two_devices():
 
 
 def test_jit_arguments_on_different_devices(two_devices):
-    from flfun.devices import device_put
+    from flfun.distributed.devices import device_put
     x = fnp.asarray(np.array([1.0, 2.0]))
     with pytest.raises(ValueError, match=r"^jit: arguments live on different devices \(cpu:1 and cpu:0\); move "
                                          r"them with flfun.device_put first$"):
@@ -250,7 +250,7 @@ def test_jit_arguments_on_different_devices(two_devices):
 @pytest.mark.parametrize("eager_tape", [True, False])
 def test_grad_seeds_the_cotangent_on_the_output_device(two_devices, eager_tape, monkeypatch):
     from flfun.config import config
-    from flfun.devices import device_put
+    from flfun.distributed.devices import device_put
     monkeypatch.setattr(config, "eager_tape", eager_tape)
     x = device_put(fnp.asarray(np.array([1.0, 2.0])), two_devices[1])
     g = fl.grad(lambda x: fnp.sum(fnp.sin(x)))(x)
@@ -313,7 +313,7 @@ def test_user_input_errors(call, error, message):
 def rule_less_primitives():
     """``test_twice`` (a jvp that applies it to the tangent, no transpose or batching rule) and ``test_bare``
     (no rules at all)."""
-    from flfun.core import _PRIMITIVES, Primitive, ShapedArray, register_impl
+    from flfun.core import PRIMITIVES, Primitive, ShapedArray, register_impl
     prims = {name: Primitive(name) for name in ("test_twice", "test_bare")}
     for p in prims.values():
         p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
@@ -322,7 +322,7 @@ def rule_less_primitives():
     twice.def_jvp(lambda primals, tangents: (twice.bind(*primals), twice.bind(*tangents)))
     yield twice, prims["test_bare"]
     for name in prims:
-        del _PRIMITIVES[name]
+        del PRIMITIVES[name]
 
 
 @pytest.mark.parametrize("transform, which, message", [

@@ -12,6 +12,7 @@ Precision: float32 GEMMs run in true fp32 unless ``flfun.config.tf32`` (or ``FLF
 """
 from __future__ import annotations
 
+from flfun.backends import register_backend_factory
 from flfun.backends.base import Backend, Device
 from flfun.backends.xp import WritesOut, install_impls
 
@@ -98,5 +99,7 @@ def install(cp) -> None:
     register_kernel_builder("cupy", kernels.build)
     register_backend_compiler("cupy", executor.compile_program)
 
+
+register_backend_factory("cupy", make_backend)
 
 __all__ = ["BackendUnavailableError", "GpuDevice", "install", "is_available", "make_backend", "overrides"]

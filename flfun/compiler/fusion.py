@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from flfun.core import _PRIMITIVES, Primitive
+from flfun.core import PRIMITIVES, Primitive
 from flfun.ir import Eqn, Literal, Program, Var
 
 DEFAULT_TARGET = "cuda"
@@ -77,8 +77,8 @@ class FusedPrimitive(Primitive):
 
     def __init__(self, group: FusionGroup):
         super().__init__(group.name, multiple_results=True)
-        if _PRIMITIVES.get(group.name) is self:
-            del _PRIMITIVES[group.name]
+        if PRIMITIVES.get(group.name) is self:
+            del PRIMITIVES[group.name]
         self.group = group
         self.inplace = group.inplace_operands()
         self.impls["numpy"] = group.evaluate

@@ -7,37 +7,17 @@ one small interface; a member that waits longer than ``get_timeout()`` seconds r
 """
 from __future__ import annotations
 
-import os
 from types import SimpleNamespace
 
+from flfun.backends import get_backend
+from flfun.config import config
 from flfun.distributed.communicator import (CollectiveAbortedError, CollectiveError, CollectiveMismatchError,
-                                            CollectiveTimeoutError, Communicator, ThreadCommunicator)
+                                            CollectiveTimeoutError, Communicator, ThreadCommunicator, get_timeout,
+                                            set_timeout)
 from flfun.distributed.mpi import HierarchicalCommunicator, MPICommunicator, install_exit_hooks
 from flfun.distributed.threads import default_cpu_threads, set_cpu_threads
 
-_timeout = float(os.environ.get("FLFUN_COLLECTIVE_TIMEOUT", "300"))
-
-
 _world: SimpleNamespace | None = None        # comm (MPICommunicator: rank, size), devices, all_comm
-
-
-def get_timeout() -> float:
-    """Seconds a collective waits for the other members before raising ``CollectiveTimeoutError``
-    (``FLFUN_COLLECTIVE_TIMEOUT``, default 300)."""
-    return _timeout
-
-
-def set_timeout(seconds: float) -> None:
-    """Set the collective timeout for communicators created from now on.
-
-    Example::
-
-        flfun.distributed.set_timeout(30.0)
-    """
-    global _timeout
-    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not seconds > 0:
-        raise ValueError(f"set_timeout: seconds must be a positive number, got {seconds!r}")
-    _timeout = float(seconds)
 
 
 def is_initialized() -> bool:
@@ -72,9 +52,8 @@ def initialize(abort_on_error: bool = True, cpu_threads: int | None = None) -> N
         raise ImportError("flfun.distributed.initialize needs mpi4py and an MPI library: "
                           "pip install 'flfun[distributed]' (installs mpi4py and the mpich wheel)") from None
     from flfun.backends.base import Device
-    from flfun.devices import local_devices
     comm = MPICommunicator(MPI.COMM_WORLD)
-    local = local_devices()
+    local = list(get_backend(config.default_backend).devices)
     for d in local:
         d.process_index = comm.rank
     layout = MPI.COMM_WORLD.allgather([(d.platform, d.id, d.backend) for d in local])

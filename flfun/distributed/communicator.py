@@ -7,11 +7,13 @@ instead of hanging. Buffers are numpy (or cupy) arrays; results are new arrays u
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 
 import numpy as np
 
+_timeout = float(os.environ.get("FLFUN_COLLECTIVE_TIMEOUT", "300"))
 _UFUNCS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
 
@@ -34,13 +36,13 @@ class CollectiveMismatchError(CollectiveError, ValueError):
 def reduce_list(xs: list, op: str, out=None):
     """``xs[0] op xs[1] op ...`` in member order (every member computes the same bits)."""
     fn = _UFUNCS[op]
-    acc = np.array(xs[0], copy=True) if out is None else _copy_into(out, xs[0])
+    acc = np.array(xs[0], copy=True) if out is None else copy_into(out, xs[0])
     for x in xs[1:]:
         fn(acc, x, out=acc)
     return acc
 
 
-def _copy_into(out, x):
+def copy_into(out, x):
     out[...] = x
     return out
 
@@ -96,8 +98,26 @@ class Communicator:
             f"flfun.distributed.set_timeout to change the limit)")
 
 
+def get_timeout() -> float:
+    """Seconds a collective waits for the other members before raising ``CollectiveTimeoutError``
+    (``FLFUN_COLLECTIVE_TIMEOUT``, default 300)."""
+    return _timeout
+
+
+def set_timeout(seconds: float) -> None:
+    """Set the collective timeout for communicators created from now on.
+
+    Example::
+
+        flfun.distributed.set_timeout(30.0)
+    """
+    global _timeout
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not seconds > 0:
+        raise ValueError(f"set_timeout: seconds must be a positive number, got {seconds!r}")
+    _timeout = float(seconds)
+
+
 def resolve_timeout(timeout: float | None) -> float:
-    from flfun.distributed import get_timeout
     return get_timeout() if timeout is None else float(timeout)
 
 
@@ -148,7 +168,7 @@ class ThreadCommunicator(Communicator):
     def allreduce(self, rank, x, op="sum", out=None, what="allreduce"):
         x = np.asarray(x)
         if self.size == 1:
-            return np.array(x, copy=True) if out is None else _copy_into(out, x)
+            return np.array(x, copy=True) if out is None else copy_into(out, x)
         # members write each other's results through flat views, so the buffer they write must be contiguous
         dest = out if out is not None and out.flags.c_contiguous else np.empty(x.shape, x.dtype)
         lo, hi = x.size * rank // self.size, x.size * (rank + 1) // self.size
@@ -159,7 +179,7 @@ class ThreadCommunicator(Communicator):
                 for _, o in slots:
                     o[lo:hi] = chunk
         self._gathered(rank, (x.reshape(-1), dest.reshape(-1)), what, reduce_chunk)
-        return dest if out is None else _copy_into(out, dest)
+        return dest if out is None else copy_into(out, dest)
 
     def allgather(self, rank, x, what="allgather"):
         return self._gathered(rank, np.asarray(x), what, np.stack)

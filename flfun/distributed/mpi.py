@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from flfun.distributed.communicator import (CollectiveError, CollectiveMismatchError, Communicator, ThreadCommunicator, _copy_into,
+from flfun.distributed.communicator import (CollectiveError, CollectiveMismatchError, Communicator, ThreadCommunicator, copy_into,
                                             reduce_list, resolve_timeout)
 
 _ABORT_TAG, _LEAVE_TAG = 77, 78
@@ -157,7 +157,7 @@ class MPICommunicator(Communicator):
             return reduce_list(list(self._allgather(x, what)), op, out)
         res = np.empty(x.shape, x.dtype) if out is None or not out.flags.c_contiguous else out
         self._wait([self.comm.Iallreduce(x, res, op=getattr(self.MPI, op.upper()))], what, nbytes=x.nbytes)
-        return res if out is None or res is out else _copy_into(out, res)
+        return res if out is None or res is out else copy_into(out, res)
 
     def allgather(self, rank, x, what="allgather"):
         x = np.ascontiguousarray(x)
@@ -255,7 +255,7 @@ class HierarchicalCommunicator(Communicator):
 
     def allreduce(self, rank, x, op="sum", out=None, what="allreduce"):
         z = self._two_level(rank, x, what, lambda c, r, v: c.allreduce(r, v, op, what=what))
-        return z if out is None else _copy_into(out, z)
+        return z if out is None else copy_into(out, z)
 
     def allgather(self, rank, x, what="allgather"):
         z = self._two_level(rank, x, what, lambda c, r, v: c.allgather(r, v, what))

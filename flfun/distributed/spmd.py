@@ -17,7 +17,7 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
-from flfun.devices import process_index
+from flfun.distributed.devices import process_index
 from flfun.distributed import threads
 from flfun.distributed.communicator import CollectiveError, Communicator, ThreadCommunicator
 from flfun.distributed.threads import blas_threads

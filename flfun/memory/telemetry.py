@@ -58,7 +58,7 @@ def listen(listener) -> Iterator[None]:
     from flfun import core
     if not _listeners:
         core.default_device()   # make sure the default backend's impls are installed before wrapping them
-        for prim in list(core._PRIMITIVES.values()):
+        for prim in list(core.PRIMITIVES.values()):
             for backend, impl in list(prim.impls.items()):
                 _saved[(prim, backend)] = (impl, wrapper := _wrap(prim, impl))
                 core.register_impl(prim, backend, wrapper)

@@ -9,7 +9,7 @@ import numpy as np
 from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.nn.functional import softmax
-from flfun.numpy._promote import to_float
+from flfun.numpy.promotion import to_float
 
 
 def _as_4d(x, name: str):

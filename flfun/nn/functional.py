@@ -8,7 +8,7 @@ import operator
 from flfun import dtypes, lax
 from flfun import numpy as fnp
 from flfun.array import Array
-from flfun.numpy._promote import to_float
+from flfun.numpy.promotion import to_float
 from flfun.scipy import special as _special
 from flfun.util import canonical_axes
 

@@ -31,24 +31,8 @@ __array_api_version__ = "2024.12"
 del _np
 
 
-# Array's arithmetic dunders point straight at this namespace's functions (one call less on the eager path that
-# benchmark W1 measures).
-_BINARY = {"add": add, "sub": subtract, "mul": multiply, "truediv": divide, "floordiv": floor_divide, "mod": remainder,
-           "pow": power, "and": bitwise_and, "or": bitwise_or, "xor": bitwise_xor, "lshift": left_shift,
-           "rshift": right_shift}
-for _op, _fn in _BINARY.items():
-    setattr(Array, f"__r{_op}__", (lambda f: lambda self, other: f(other, self))(_fn))
-for _op, _fn in {**_BINARY, "lt": less, "le": less_equal, "gt": greater, "ge": greater_equal, "eq": equal,
-                 "ne": not_equal, "neg": negative, "pos": positive, "abs": abs, "invert": invert}.items():
-    setattr(Array, f"__{_op}__", _fn)
-del _op, _fn
+from flfun.numpy._array_methods import install as _install_array_methods  # noqa: E402
+import sys as _sys  # noqa: E402
 
-
-def _compare_unless_none(compare):
-    """``x == None`` is False and ``x != None`` True, as in jax: None is no array (Python's identity fallback)."""
-    def method(self, other):
-        return NotImplemented if other is None else compare(self, other)
-    return method
-
-
-Array.__eq__, Array.__ne__ = _compare_unless_none(equal), _compare_unless_none(not_equal)
+_install_array_methods(_sys.modules[__name__])
+del _sys, _install_array_methods

@@ -15,7 +15,7 @@ from flfun.core import is_weak, short
 from flfun.numpy._asarray import as_array, asarray, dtype_and_weak, ints, matrix_stack, to_device
 from flfun.numpy._elementwise import power
 from flfun.numpy._linalg import diagonal
-from flfun.numpy._promote import promote
+from flfun.numpy.promotion import promote
 from flfun.numpy._shaping import moveaxis
 from flfun.primitives import elementwise as lax
 from flfun.primitives import shape as lax_shape

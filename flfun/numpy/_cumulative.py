@@ -3,7 +3,7 @@ API's cumulative_sum, cumulative_prod (with ``include_initial``). dtypes accumul
 """
 from flfun.array import Array
 from flfun.core import short
-from flfun.numpy._promote import asarray_like
+from flfun.numpy.promotion import asarray_like
 from flfun.numpy._reductions import accumulated
 from flfun.primitives import reduce as lax_reduce, shape as lax_shape
 from flfun.util import canonical_axis, prod as _size

@@ -10,7 +10,7 @@ import numpy as np
 
 from flfun import dtypes
 from flfun.array import Array
-from flfun.numpy._promote import promote
+from flfun.numpy.promotion import promote
 from flfun.primitives import elementwise as lax, reduce as lax_reduce, shape as lax_shape
 from flfun.primitives.linalg import dot_general
 

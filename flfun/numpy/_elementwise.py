@@ -11,7 +11,7 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import trace_state, wrap
-from flfun.numpy._promote import asarray_like, promote, to_float
+from flfun.numpy.promotion import asarray_like, promote, to_float
 from flfun.primitives import elementwise as lax
 
 _NO_PARAMS: dict = {}

@@ -13,7 +13,7 @@ import numpy as np
 from flfun.array import Array
 from flfun.core import trace_state, short, wrap
 from flfun.numpy._einsum import contract, take_diagonals
-from flfun.numpy._promote import asarray_like, promote
+from flfun.numpy.promotion import asarray_like, promote
 from flfun.numpy._reductions import sum as _sum
 from flfun.primitives import elementwise as lax, shape as lax_shape
 from flfun.primitives.linalg import dot_general, dot_general_p

@@ -10,7 +10,7 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.core import trace_state, short, wrap
 from flfun.numpy._elementwise import isnan, to_bool
-from flfun.numpy._promote import asarray_like, promote, to_float
+from flfun.numpy.promotion import asarray_like, promote, to_float
 from flfun.primitives import elementwise as lax, reduce as lax_reduce, shape as lax_shape
 from flfun.util import canonical_axes, canonical_axis, prod as _size
 

@@ -10,7 +10,7 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.numpy._asarray import as_array, asarray, concrete
 from flfun.numpy._elementwise import logical_and, logical_or
-from flfun.numpy._promote import promote
+from flfun.numpy.promotion import promote
 from flfun.numpy._reductions import sum as _sum
 from flfun.numpy._take import take
 from flfun.primitives import shape as lax

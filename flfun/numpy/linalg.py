@@ -20,7 +20,7 @@ from flfun.numpy._elementwise import where
 from flfun.numpy._joining import split_at as _split_at
 from flfun.numpy._linalg import (diagonal_last as _diagonal_last, matmul, outer as _outer, tensordot, trace as _trace,
                                  vecdot)
-from flfun.numpy._promote import asarray_like, promote, to_float
+from flfun.numpy.promotion import asarray_like, promote, to_float
 from flfun.numpy._reductions import keep_reduced_dims as _keep
 from flfun.numpy._shaping import matrix_transpose, moveaxis
 from flfun.primitives import decomp as lax_decomp, elementwise as lax, reduce as lax_reduce, shape as lax_shape

@@ -9,7 +9,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from flfun.core import _PRIMITIVES, Primitive, register_impl
+from flfun.core import PRIMITIVES, Primitive, register_impl
 
 from flfun.primitives import (base, elementwise, indexing, slicing, shape, reduce, linalg, decomp,  # noqa: F401
                               collective, rules)    # (importing a family registers its primitives)
@@ -18,18 +18,18 @@ from flfun.primitives import (base, elementwise, indexing, slicing, shape, reduc
 def get(name: str) -> Primitive:
     """The primitive called ``name``: ``primitives.get("add")``."""
     try:
-        return _PRIMITIVES[name]
+        return PRIMITIVES[name]
     except KeyError:
         raise KeyError(f"no primitive named {name!r}; see flfun.primitives.names()") from None
 
 
 def names() -> list[str]:
     """Names of all registered primitives, sorted."""
-    return sorted(_PRIMITIVES)
+    return sorted(PRIMITIVES)
 
 
 def all_primitives() -> list[Primitive]:
-    return [_PRIMITIVES[n] for n in names()]
+    return [PRIMITIVES[n] for n in names()]
 
 
 @contextmanager

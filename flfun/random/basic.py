@@ -10,7 +10,7 @@ import numpy as np
 from flfun import dtypes, lax
 from flfun import numpy as fnp
 from flfun.array import Array
-from flfun.numpy._promote import to_float
+from flfun.numpy.promotion import to_float
 from flfun.random.keys import bits, canonical_shape, check_fits, check_key, sample_args, split
 from flfun.scipy.special import erfinv as _erfinv
 from flfun.util import canonical_axis, prod

@@ -14,7 +14,7 @@ import numpy as np
 from flfun import dtypes
 from flfun import numpy as fnp
 from flfun.array import Array
-from flfun.numpy._promote import to_float
+from flfun.numpy.promotion import to_float
 from flfun.random.basic import bernoulli, uniform
 from flfun.random.continuous import first_accepted, open_uniform
 from flfun.random.keys import canonical_shape, check_fits, check_key, split

@@ -10,7 +10,7 @@ import numpy as np
 
 from flfun import numpy as fnp
 from flfun.array import Array
-from flfun.numpy._promote import to_float
+from flfun.numpy.promotion import to_float
 
 _TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 1, "C": 1}
 

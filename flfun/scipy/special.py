@@ -10,7 +10,7 @@ import numpy as np
 from flfun import lax
 from flfun import numpy as fnp
 from flfun.array import Array
-from flfun.numpy._promote import to_float
+from flfun.numpy.promotion import to_float
 from flfun.util import canonical_axes
 
 _LANCZOS_G = 7.0

@@ -87,7 +87,7 @@ def _jvp_split(closed: ClosedProgram, nz: tuple):
 def _transpose_program(closed: ClosedProgram, undef: tuple, ct_nz: tuple, site: CallSite):
     """The transposed program of ``closed`` for the linear inputs ``undef`` and nonzero output cotangents
     ``ct_nz``; ``site`` adjusts each output cotangent and the input cotangents (pmap sums and masks them)."""
-    from flfun.transforms.vjp import backward_pass
+    from flfun.transforms.transpose import backward_pass
     prog = closed.program
     lin, nonlin = _kept(prog.invars, undef), _kept(prog.invars, [not u for u in undef])
     view = Program(list(prog.constvars) + nonlin, lin, prog.eqns, prog.outvars)

@@ -16,7 +16,7 @@ from flfun.primitives.common import Zero, is_undefined, is_zero, not_mapped, tan
 from flfun.primitives.elementwise import select_n
 from flfun.primitives.shape import broadcast_in_dim, full
 from flfun.transforms.call import trace_closed
-from flfun.transforms.loops import _float_nz
+from flfun.transforms.loops import float_nz
 from flfun.transforms.subprogram import (batch_program, check_types, fresh, jvp_program, run_closed, strong,
                                          transpose_program)
 from flfun import dtypes
@@ -49,7 +49,7 @@ def _zeros(aval):
 
 def _cond_jvp(primals, tangents, *, branches):
     index, ops, t_ops = primals[0], list(primals[1:]), list(tangents[1:])
-    nz = _float_nz(t_ops, branches[0].in_avals)
+    nz = float_nz(t_ops, branches[0].in_avals)
     out_nz = [any(z) for z in zip(*[jvp_program(b, nz)[1] for b in branches])]
     jbs = [jvp_program(b, nz, out_nz)[0] for b in branches]
     n, nt, n_out = len(ops), sum(nz), len(branches[0].out_avals)

@@ -8,7 +8,7 @@ from flfun.core import get_aval
 from flfun.primitives.elementwise import convert_element_type, eq
 from flfun.primitives.shape import iota, reshape, slice as slice_
 from flfun.transforms.jvp import jvp
-from flfun.transforms.vjp import _check_argnums, _with_args, vjp
+from flfun.transforms.vjp import check_argnums, with_args, vjp
 from flfun.transforms.vmap import vmap
 from flfun.tree import tree_flatten, tree_leaves, tree_unflatten
 from flfun.util import prod
@@ -38,7 +38,7 @@ def _basis(avals) -> list:
 def _setup(fname, f, argnums, args):
     """The differentiated arguments, their leaves and tree, whether ``argnums`` is a sequence, and ``f`` as a
     function of those arguments."""
-    nums, multiple = _check_argnums(fname, argnums, len(args))
+    nums, multiple = check_argnums(fname, argnums, len(args))
     dargs = tuple(args[n] for n in nums)
     for n, arg in zip(nums, dargs):
         for aval in map(get_aval, tree_leaves(arg)):
@@ -48,7 +48,7 @@ def _setup(fname, f, argnums, args):
     leaves, tree = tree_flatten(dargs)
 
     def g(*d):
-        return f(*_with_args(args, nums, d))
+        return f(*with_args(args, nums, d))
     return dargs, leaves, tree, multiple, g
 
 

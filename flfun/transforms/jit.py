@@ -30,7 +30,7 @@ from flfun.memory.planner import MemoryPlan
 from flfun.transforms.call import close_program, jit_p
 from flfun.transforms.jvp import flatten_fun
 from flfun.transforms.staging import trace_to_program
-from flfun.transforms.vjp import _with_args
+from flfun.transforms.vjp import with_args
 from flfun.tree import tree_flatten, tree_leaves, tree_unflatten
 from flfun.util import once
 
@@ -206,7 +206,7 @@ class JitFunction:
 
         def make():
             def fun(dyn, dyn_kw):
-                return self.fun(*_with_args(args, dyn_pos, dyn), **{**kwargs, **dyn_kw})
+                return self.fun(*with_args(args, dyn_pos, dyn), **{**kwargs, **dyn_kw})
             flat_fun, out_tree = flatten_fun(fun, in_tree)
             closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
             self.trace_count += 1

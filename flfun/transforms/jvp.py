@@ -18,6 +18,8 @@ from flfun.tree import tree_flatten, tree_unflatten
 
 
 class JVPTracer(Tracer):
+    """A value under ``jvp``: its ``primal`` and its ``tangent`` (a ``Zero`` while nothing it depends on has a
+    tangent; ``full_lower`` then hands back the bare primal)."""
     __slots__ = ("primal", "tangent")
 
     def __init__(self, trace, primal, tangent):
@@ -32,6 +34,9 @@ class JVPTracer(Tracer):
 
 
 class JVPTrace(Trace):
+    """Forward mode: a value from outside gets a zero tangent; a primitive runs its ``jvp`` rule on the primals
+    and tangents (or binds the primals alone when every tangent is zero)."""
+
     def pure(self, val):
         return JVPTracer(self, val, Zero(tangent_aval(get_aval(val))))
 

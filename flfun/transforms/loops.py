@@ -39,7 +39,7 @@ def _split(xs, *sizes) -> list:
     return out + [list(xs[i:])]
 
 
-def _float_nz(tangents, avals) -> list:
+def float_nz(tangents, avals) -> list:
     return [not is_zero(t) and dtypes.is_float(a.dtype) for t, a in zip(tangents, avals)]
 
 
@@ -79,7 +79,7 @@ for _b in ("numpy", "cupy"):
 def _scan_jvp(primals, tangents, *, body, num_consts, num_carry, length, reverse, unroll):
     nc, nk, n = num_consts, num_carry, len(primals)
     avals = body.in_avals
-    c_nz, k_nz, x_nz = _split(_float_nz(tangents, avals), nc, nk)
+    c_nz, k_nz, x_nz = _split(float_nz(tangents, avals), nc, nk)
     ny = len(body.out_avals) - nk
     while True:        # which carries have a tangent: a fixpoint over the body
         jbody, out_nz = jvp_program(body, c_nz + k_nz + x_nz, k_nz + [False] * ny)
@@ -216,7 +216,7 @@ def _while_jvp(primals, tangents, *, cond, body, cond_nconsts, body_nconsts):
     ncc, nbc = cond_nconsts, body_nconsts
     cc, bc, carry = _split(primals, ncc, nbc)
     _, t_bc, t_k = _split(tangents, ncc, nbc)
-    b_nz, k_nz = _split(_float_nz(tangents[ncc:], body.in_avals), nbc)
+    b_nz, k_nz = _split(float_nz(tangents[ncc:], body.in_avals), nbc)
     while True:
         jbody, out_nz = jvp_program(body, b_nz + k_nz, k_nz)
         if out_nz == k_nz:

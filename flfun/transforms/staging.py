@@ -13,6 +13,7 @@ from flfun.ir import Eqn, Literal, Program, Var
 
 
 class StagingTracer(Tracer):
+    """A value being staged: only its abstract value and the program ``Var`` that will hold it."""
     __slots__ = ("aval", "var")
 
     def __init__(self, trace: "StagingTrace", aval: ShapedArray):

@@ -88,7 +88,7 @@ def jvp_program(closed: ClosedProgram, nz: list, inst_out: list | None = None) -
 def transpose_program(closed: ClosedProgram, linear: list, ct_nz: list) -> ClosedProgram:
     """The transpose of ``closed`` (linear in the inputs ``linear`` marks): inputs ``non-linear inputs + the
     nonzero (``ct_nz``) output cotangents``, outputs the (instantiated) cotangents of the linear inputs."""
-    from flfun.transforms.vjp import backward_pass
+    from flfun.transforms.transpose import backward_pass
     prog = closed.program
     lin = [v for v, k in zip(prog.invars, linear) if k]
     nonlin = [v for v, k in zip(prog.invars, linear) if not k]

@@ -49,7 +49,7 @@ def node_vjp(prim, params, args, outs, cts: list, need: list[int]) -> dict[int, 
                 _, t = prim.jvp(args, [ct if j == i else Zero(get_aval(a)) for j, a in enumerate(args)], **params)
                 out[i] = None if is_zero(t) else unbroadcast(t, get_aval(args[i]))
             return out
-    from flfun.transforms.vjp import vjp_flat_linearized
+    from flfun.transforms.transpose import vjp_flat_linearized
     single = (lambda *a: prim.bind(*a, **params)) if prim.multiple_results else \
         (lambda *a: [prim.bind(*a, **params)])
     _, f_vjp = vjp_flat_linearized(single, list(args))

@@ -1,55 +1,20 @@
-"""Reverse mode: ``vjp = linearize, then transpose the linear program`` (as in JAX); ``grad`` on top.
-
-The backward pass walks the linear program from the end, calling each primitive's transpose rule with the
-output cotangent and ``UndefinedPrimal`` markers for its linear inputs. Cotangents are ``Zero`` until a rule
-produces one, so unused branches cost nothing.
+"""Reverse mode: ``vjp`` and ``grad``. Concrete inputs outside any transform take the eager tape
+(``transforms/tape.py``); everything else linearizes and transposes the linear program
+(``transforms/transpose.py``), as in JAX.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from flfun.array import Array
 from flfun.config import config
-from flfun.core import trace_state, bind, get_aval, missing_rule, wrap
-from flfun.ir import Literal, Program, Var
-from flfun.primitives.rules import UndefinedPrimal, Zero, instantiate, is_zero
-from flfun.primitives.elementwise import add
+from flfun.core import trace_state, get_aval, wrap
+from flfun.primitives.rules import UndefinedPrimal, instantiate
 from flfun.primitives.shape import full as full_array
 from flfun.transforms.tape import tape_vjp_flat
-from flfun.transforms.jvp import JVPTracer, as_arrays, flatten_fun, leaf_like, linearize_flat, split_aux
+from flfun.transforms.transpose import backward_pass, vjp_flat_linearized
+from flfun.transforms.jvp import JVPTracer, as_arrays, flatten_fun, leaf_like, split_aux
 from flfun.tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
-
-
-def backward_pass(program: Program, consts: list, cts_out: Sequence) -> list:
-    """Transpose a linear program: cotangents of the outputs -> cotangents of the inputs (``Zero`` if none)."""
-    known = dict(zip(program.constvars, consts))
-    linear = set(program.invars)           # (a Literal is never linear)
-    read = lambda v: v.val if isinstance(v, Literal) else known[v]
-    for e in program.eqns:       # an equation is linear if any input is; its outputs are then linear too
-        if any(v in linear for v in e.inputs):
-            linear.update(e.outputs)
-        else:
-            outs = bind(e.prim, *map(read, e.inputs), **e.params)
-            known.update(zip(e.outputs, outs if e.prim.multiple_results else [outs]))
-    ct_env: dict[Var, Any] = {}
-
-    def write(v, ct):
-        if v in linear and ct is not None and not is_zero(ct):
-            ct_env[v] = ct if v not in ct_env else add(ct_env[v], ct)
-
-    for v, ct in zip(program.outvars, cts_out):
-        write(v, ct)
-    for e in reversed(program.eqns):
-        cts = [ct_env.pop(v, Zero(v.aval)) for v in e.outputs]
-        if all(is_zero(c) for c in cts):    # also every non-linear equation: nothing was written to it
-            continue
-        if e.prim.transpose is None:
-            raise missing_rule("transpose", e.prim)
-        args = [UndefinedPrimal(v.aval) if v in linear else read(v) for v in e.inputs]
-        cts_in = e.prim.transpose(cts if e.prim.multiple_results else cts[0], *args, **e.params)
-        for v, ct in zip(e.inputs, cts_in):
-            write(v, ct)
-    return [ct_env.pop(v, Zero(v.aval)) for v in program.invars]
 
 
 def vjp_flat(f: Callable, primals: list):
@@ -59,14 +24,6 @@ def vjp_flat(f: Callable, primals: list):
     if trace_state.eager and config.eager_tape and set(map(type, primals)) <= {Array}:   # no Tracer among them
         return tape_vjp_flat(f, primals)
     return vjp_flat_linearized(f, primals)
-
-
-def vjp_flat_linearized(f: Callable, primals: list):
-    outs, program, consts, zero_avals = linearize_flat(f, primals)
-
-    def f_vjp(cts: list) -> list:
-        return backward_pass(program, consts, [ct for ct, z in zip(cts, zero_avals) if z is None])
-    return outs, f_vjp
 
 
 def _primal_aux(aux):
@@ -107,7 +64,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     return (out, f_vjp, _primal_aux(out_tree[1])) if has_aux else (out, f_vjp)
 
 
-def _check_argnums(fname, argnums, nargs):
+def check_argnums(fname, argnums, nargs):
     if type(argnums) is int and -nargs <= argnums < nargs:
         return (argnums % nargs,), False
     multiple = isinstance(argnums, (tuple, list))
@@ -119,7 +76,7 @@ def _check_argnums(fname, argnums, nargs):
     return tuple(n % nargs for n in nums), multiple
 
 
-def _with_args(args: tuple, nums: tuple, values) -> list:
+def with_args(args: tuple, nums: tuple, values) -> list:
     """``args`` with ``args[n]`` replaced by the matching value for each ``n`` in ``nums``."""
     new = dict(zip(nums, values))
     return [new.get(i, a) for i, a in enumerate(args)]
@@ -134,7 +91,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         (Array(9.), Array(6.))
     """
     def vg(*args, **kwargs):
-        nums, multiple = _check_argnums("grad", argnums, len(args))
+        nums, multiple = check_argnums("grad", argnums, len(args))
         if not multiple and isinstance(args[nums[0]], Array):   # one array argument: no pytree work
             leaves, tree = [args[nums[0]]], None
         else:
@@ -148,7 +105,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         aux_box = []
 
         def flat_f(*leaves_in):
-            out = f(*_with_args(args, nums, leaves_in if tree is None else tree_unflatten(tree, leaves_in)), **kwargs)
+            out = f(*with_args(args, nums, leaves_in if tree is None else tree_unflatten(tree, leaves_in)), **kwargs)
             out, aux = split_aux("grad", out) if has_aux else (out, None)
             aux_box.append(aux)
             return [out]

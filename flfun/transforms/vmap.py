@@ -24,6 +24,8 @@ class AxisData:
 
 
 class BatchTracer(Tracer):
+    """A value under ``vmap``: the batched ``val`` and the axis of it that is mapped (``bdim``, or
+    ``not_mapped``); its ``aval`` is one element of the batch."""
     __slots__ = ("val", "bdim")
 
     def __init__(self, trace, val, bdim):
@@ -41,6 +43,9 @@ class BatchTracer(Tracer):
 
 
 class BatchTrace(Trace):
+    """Batching: a value from outside is not mapped; a primitive runs its ``batch`` rule on the batched values
+    and their mapped axes, which returns the results and theirs. ``main.global_data`` is the ``AxisData``."""
+
     def pure(self, val):
         return BatchTracer(self, val, not_mapped)
 

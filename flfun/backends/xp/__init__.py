@@ -6,36 +6,16 @@ without bumping the registry version for each.
 """
 from __future__ import annotations
 
-import importlib
-from typing import Callable
+from flfun.backends.xp import collective, decomp, elementwise, indexing, linalg, reduce, shape
+from flfun.backends.xp.common import WritesOut, finish
 
-FAMILIES = ("elementwise", "reduce", "shape", "indexing", "linalg", "decomp", "collective")
-
-
-def finish(res, out):
-    """``res``, or ``out`` holding a copy of it when an impl is given a buffer to write (``out=``)."""
-    if out is None or out is res:
-        return res
-    out[...] = res
-    return out
-
-
-class WritesOut:
-    """``fn``, declared to write its result into an ``out=`` buffer when given one (see ``register_impl``);
-    ``install_impls`` installs ``fn`` itself."""
-    __slots__ = ("fn",)
-
-    def __init__(self, fn: Callable):
-        self.fn = fn
-
-    def __call__(self, *args, **params):
-        return self.fn(*args, **params)
+FAMILIES = (elementwise, reduce, shape, indexing, linalg, decomp, collective)
 
 
 def install_impls(xp, backend: str, first: dict | None = None) -> None:
     """Fill ``backend``'s empty impl slots from ``first`` (a backend's own impls), then from the families."""
     from flfun import primitives
-    tables = [first or {}] + [importlib.import_module(f"flfun.backends.xp.{f}").impls(xp) for f in FAMILIES]
+    tables = [first or {}] + [f.impls(xp) for f in FAMILIES]
     for table in tables:
         for name, fn in table.items():
             prim = primitives.get(name)
@@ -46,3 +26,6 @@ def install_impls(xp, backend: str, first: dict | None = None) -> None:
             if out:
                 prim.writes_out.add(backend)
                 prim.out_impls.append(fn)
+
+
+__all__ = ["FAMILIES", "WritesOut", "finish", "install_impls"]

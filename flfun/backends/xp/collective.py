@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from flfun.backends.xp import WritesOut, finish
+from flfun.backends.xp.common import WritesOut, finish
 
 
 def _member(op: str, name):

@@ -8,7 +8,7 @@ import operator
 
 import numpy as np
 
-from flfun.backends.xp import WritesOut, finish
+from flfun.backends.xp.common import WritesOut, finish
 
 
 def rsqrt(xp, x, out=None):

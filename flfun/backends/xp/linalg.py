@@ -15,7 +15,7 @@ import itertools
 import string
 from math import prod
 
-from flfun.backends.xp import WritesOut, finish
+from flfun.backends.xp.common import WritesOut, finish
 from flfun.primitives.linalg import conv_output_shape
 
 

@@ -6,7 +6,7 @@ from functools import partial
 
 import numpy as np
 
-from flfun.backends.xp import WritesOut, finish
+from flfun.backends.xp.common import WritesOut, finish
 
 
 def reduction_identity(dtype, biggest: bool):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from flfun import numpy as fnp
-from flfun.numpy._promote import to_float
+from flfun.numpy.promotion import to_float
 
 
 def floats(*xs):

@@ -17,14 +17,14 @@ from flfun.array import Array
 from flfun.compiler.pipeline import compile_program
 from flfun.core import (Primitive, ShapedArray, Trace, Tracer, full_raise, get_aval, new_main, register_impl,
                         trace_state, wrap)
-from flfun.devices import devices as all_devices, local_device_count, process_count
+from flfun.distributed.devices import devices as all_devices, local_device_count, process_count
 from flfun.distributed.spmd import Mesh, run_spmd
 from flfun.ir import ClosedProgram
 from flfun.primitives.collective import all_gather, axis_index, psum
 from flfun.primitives.rules import is_zero, moveaxis
 from flfun.primitives.elementwise import eq, select_n
 from flfun.primitives.shape import dynamic_slice, full, squeeze
-from flfun.sharded import ShardedArray
+from flfun.distributed.sharded import ShardedArray
 from flfun.transforms.call import CallSite, close_program, def_call_rules
 from flfun.transforms.staging import trace_to_program
 from flfun.transforms.vmap import mapped_axes, mapped_size

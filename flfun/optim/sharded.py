@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from flfun import numpy as fnp
+from flfun.optim.transformation import GradientTransformation
 from flfun.primitives.collective import all_gather, axis_index, axis_size, psum, psum_scatter
 from flfun.primitives.shape import dynamic_slice
 from flfun.tree import tree_leaves, tree_structure, tree_unflatten
@@ -76,7 +77,6 @@ def sharded(optimizer, axis_name, *, average: bool = True, max_norm: float | Non
         ...     updates, state = opt.update(grads, state, params)   # reduce-scatter, update chunk, all-gather
         ...     return apply_updates(params, updates), state
     """
-    from flfun.optim import GradientTransformation     # (flfun.optim re-exports this module)
     if not isinstance(optimizer, GradientTransformation):
         raise ValueError(f"sharded: optimizer must be a GradientTransformation, got {optimizer!r:.60}")
     if max_norm is not None and not (isinstance(max_norm, (int, float)) and max_norm > 0):
@@ -108,7 +108,7 @@ def state_bytes_per_device(state) -> int:
         >>> init = fl.pmap(sharded(adamw(1e-3), "i").init, axis_name="i", in_axes=None, axis_size=4)
         >>> state_bytes_per_device(init(params))      # about 8 * n_params / 4 for fp32 Adam
     """
-    from flfun.sharded import ShardedArray
+    from flfun.distributed.sharded import ShardedArray
     return sum(leaf.shards[0].nbytes if isinstance(leaf, ShardedArray) else int(getattr(leaf, "nbytes", 0))
                for leaf in tree_leaves(state))
 

@@ -16,17 +16,11 @@ import numpy as np
 
 from flfun import numpy as fnp
 from flfun.lax import convert_element_type as _cast
+from flfun.optim.transformation import GradientTransformation
 from flfun.tree import tree_leaves, tree_map, tree_structure
 
 Schedule = Callable[[Any], Any]
 ScalarOrSchedule = float | Schedule
-
-
-class GradientTransformation(NamedTuple):
-    """A pair of pure functions: ``init(params) -> state`` and
-    ``update(grads, state, params=None) -> (updates, new_state)``."""
-    init: Callable
-    update: Callable
 
 
 class EmptyState(NamedTuple):
@@ -284,4 +278,4 @@ __all__ = ["AdamState", "ChainState", "EmptyState", "GradientTransformation", "S
            "apply_updates", "chain", "clip_by_global_norm", "constant_schedule", "global_norm", "sgd",
            "step_schedule", "warmup_cosine_schedule"]
 
-from flfun.optim_sharded import ShardedState, sharded, state_bytes_per_device  # noqa: F401  (ZeRO-1)
+from flfun.optim.sharded import ShardedState, sharded, state_bytes_per_device  # noqa: F401  (ZeRO-1)

@@ -7,7 +7,7 @@ lists every process's devices and ``local_devices()`` this process's.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,8 +17,7 @@ from flfun.backends.base import Device
 from flfun.config import config
 from flfun.core import Tracer, default_device, to_array, wrap
 from flfun.distributed import is_initialized, world
-from flfun.sharded import ShardedArray
-from flfun.tree import tree_flatten, tree_map, tree_unflatten
+from flfun.tree import tree_map
 
 
 def local_devices(backend: str | None = None) -> list[Device]:
@@ -119,39 +118,5 @@ def device_put(x: Any, device: Device | None = None) -> Any:
     return tree_map(lambda a: _put_leaf(a, device), x)
 
 
-def device_put_sharded(shards: Sequence, devices: Sequence[Device]) -> Any:
-    """Put ``shards[i]`` (arrays or pytrees of one structure) on ``devices[i]``; returns a ``ShardedArray``
-    (per leaf) of shape ``(len(devices), *shard.shape)``, ready for ``pmap`` without another copy.
-
-    Example::
-
-        >>> x = flfun.device_put_sharded([fnp.zeros(3), fnp.ones(3)], flfun.devices()[:2])
-        >>> x.shape
-        (2, 3)
-    """
-    shards, devices = list(shards), list(devices)
-    if len(shards) != len(devices) or not shards:
-        raise ValueError(f"device_put_sharded: need one shard per device, got {len(shards)} shards for "
-                         f"{len(devices)} devices")
-    flat = [tree_flatten(s) for s in shards]
-    if any(td != flat[0][1] for _, td in flat):
-        raise ValueError("device_put_sharded: the shards have different pytree structures")
-    out = [ShardedArray([device_put(leaf, d) for leaf, d in zip(leaves, devices)], 0)    # (checks shapes, dtypes)
-           for leaves in zip(*[lv for lv, _ in flat])]
-    return tree_unflatten(flat[0][1], out)
-
-
-def device_put_replicated(x: Any, devices: Sequence[Device]) -> Any:
-    """One copy of ``x`` (an array or pytree) on each of ``devices``: ``ShardedArray``s of shape
-    ``(len(devices), *x.shape)`` whose shards are equal (free for CPU devices, which share memory).
-
-    Example::
-
-        >>> params = flfun.device_put_replicated({"w": fnp.ones(3)}, flfun.devices())
-    """
-    devices = list(devices)
-    return device_put_sharded([x] * len(devices), devices)
-
-
 __all__ = ["devices", "local_devices", "device_count", "local_device_count", "process_index", "process_count",
-           "set_cpu_device_count", "device_put", "device_put_sharded", "device_put_replicated"]
+           "set_cpu_device_count", "device_put"]

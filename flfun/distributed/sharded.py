@@ -11,7 +11,10 @@ from typing import Sequence
 import numpy as np
 
 from flfun.array import Array
-from flfun.core import short
+from flfun.backends.base import Device
+from flfun.core import default_device, short
+from flfun.distributed.devices import device_put
+from flfun.tree import tree_flatten, tree_unflatten
 
 
 class ShardedArray(Array):
@@ -63,7 +66,6 @@ class ShardedArray(Array):
 
     @property
     def _device(self):
-        from flfun.core import default_device
         return default_device()
 
     def __array__(self, dtype=None, copy=None):
@@ -74,7 +76,6 @@ class ShardedArray(Array):
         if self.axis == 0 and isinstance(idx, (int, np.integer)) and not isinstance(idx, bool):
             n = len(self.shards)
             if -n <= idx < n:              # one shard: hand it over without assembling the rest
-                from flfun.devices import device_put
                 return device_put(self.shards[int(idx)])
         return super().__getitem__(idx)
 
@@ -87,4 +88,38 @@ class ShardedArray(Array):
         return "Sharded" + super().__repr__()
 
 
-__all__ = ["ShardedArray"]
+def device_put_sharded(shards: Sequence, devices: Sequence[Device]) -> Any:
+    """Put ``shards[i]`` (arrays or pytrees of one structure) on ``devices[i]``; returns a ``ShardedArray``
+    (per leaf) of shape ``(len(devices), *shard.shape)``, ready for ``pmap`` without another copy.
+
+    Example::
+
+        >>> x = flfun.device_put_sharded([fnp.zeros(3), fnp.ones(3)], flfun.devices()[:2])
+        >>> x.shape
+        (2, 3)
+    """
+    shards, devices = list(shards), list(devices)
+    if len(shards) != len(devices) or not shards:
+        raise ValueError(f"device_put_sharded: need one shard per device, got {len(shards)} shards for "
+                         f"{len(devices)} devices")
+    flat = [tree_flatten(s) for s in shards]
+    if any(td != flat[0][1] for _, td in flat):
+        raise ValueError("device_put_sharded: the shards have different pytree structures")
+    out = [ShardedArray([device_put(leaf, d) for leaf, d in zip(leaves, devices)], 0)    # (checks shapes, dtypes)
+           for leaves in zip(*[lv for lv, _ in flat])]
+    return tree_unflatten(flat[0][1], out)
+
+
+def device_put_replicated(x: Any, devices: Sequence[Device]) -> Any:
+    """One copy of ``x`` (an array or pytree) on each of ``devices``: ``ShardedArray``s of shape
+    ``(len(devices), *x.shape)`` whose shards are equal (free for CPU devices, which share memory).
+
+    Example::
+
+        >>> params = flfun.device_put_replicated({"w": fnp.ones(3)}, flfun.devices())
+    """
+    devices = list(devices)
+    return device_put_sharded([x] * len(devices), devices)
+
+
+__all__ = ["ShardedArray", "device_put_sharded", "device_put_replicated"]
