@@ -98,7 +98,7 @@ def _fast_key(args, kwargs, positional: bool):
     return tuple(key), raw, leaves
 
 
-def _check_argnums(name: str, params: list, static: tuple, names: tuple, donate: tuple) -> None:
+def _check_arg_specs(name: str, params: list, static: tuple, names: tuple, donate: tuple) -> None:
     """ValueError for argument numbers or names that ``fun``'s signature (``params``, when known) cannot have,
     and for an argument that is both static and donated."""
     kinds = {p.kind for p in params}
@@ -145,7 +145,7 @@ class JitFunction:
             params = list(inspect.signature(fun).parameters.values())
         except (TypeError, ValueError):
             params = []
-        _check_argnums(self.__name__, params, self.static_argnums, self.static_argnames, self.donate_argnums)
+        _check_arg_specs(self.__name__, params, self.static_argnums, self.static_argnames, self.donate_argnums)
         params = [p.name for p in params]
         self.static_argnames += tuple(params[i] for i in self.static_argnums if 0 <= i < len(params))
         self.static_argnums += tuple(params.index(n) for n in self.static_argnames if n in params
