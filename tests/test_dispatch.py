@@ -1,4 +1,4 @@
-"""The optional C fast path for Array operators (flfun/_dispatch.c) agrees with the Python operator it wraps."""
+"""The optional C fast path for Array operators (flfun/backends/fastpath.c) agrees with the Python operator it wraps."""
 import subprocess
 import sys
 
@@ -11,7 +11,7 @@ import flfun.numpy as fnp
 from flfun import testing as ft
 from flfun.primitives import elementwise as lax
 
-dispatch = pytest.importorskip("flfun._dispatch", reason="the C accelerator was not built (no compiler)")
+dispatch = pytest.importorskip("flfun.backends.fastpath", reason="the C accelerator was not built (no compiler)")
 
 OPS = [fnp.add, fnp.subtract, fnp.multiply, fnp.divide, fnp.maximum, fnp.minimum]
 DTYPES = ["bool", "int8", "int32", "uint16", "int64", "float16", "float32", "float64"]
@@ -84,7 +84,7 @@ def test_result_is_fresh_and_transforms_take_the_python_path():
 
 
 def test_flfun_runs_without_the_accelerator():
-    code = ("import sys; sys.modules['flfun._dispatch'] = None\n"
+    code = ("import sys; sys.modules['flfun.backends.fastpath'] = None\n"
             "import flfun.numpy as fnp\n"
             "assert type(fnp.add).__name__ == 'function'\n"
             "assert (fnp.arange(3.0) + fnp.ones(3)).tolist() == [1.0, 2.0, 3.0]\n")

@@ -15,7 +15,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PKG = ROOT / "flfun"
 
 LAYERS = [
-    ["flfun.config", "flfun.dtypes", "flfun.util", "flfun.tree", "flfun._dispatch"],  # leaves (_dispatch: C)
+    ["flfun.config", "flfun.dtypes", "flfun.util", "flfun.tree", "flfun.backends.fastpath"],  # leaves (fastpath: C)
     ["flfun.backends", "flfun.backends.base", "flfun.memory.raw", "flfun.memory.report"],  # device, raw memory
     ["flfun.array"],                                                             # data only
     ["flfun.core", "flfun.ir"],                                                  # tracing, the IR

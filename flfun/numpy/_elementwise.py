@@ -3,7 +3,7 @@
 The arithmetic binary functions (and so Array's operators) have an eager fast path (two same-dtype arrays, or an
 array and a Python scalar, with no transform active): it calls the registered impl directly and leaves shape
 checking to the abstract-eval rule only if the impl fails, which keeps ``x + y`` within a small factor of numpy
-(benchmark W1). Where the optional C module flfun/_dispatch.c was built, it runs the array-array case without a
+(benchmark W1). Where the optional C module flfun/backends/fastpath.c was built, it runs the array-array case without a
 Python frame and calls this module's Python function for everything else.
 """
 import numpy as np
@@ -61,14 +61,14 @@ def _named(op, name: str, doc: str):
 
 
 def _accelerated(op, prim, ok, general):
-    """``op`` behind the C fast path of flfun/_dispatch.c when it was built: ``op`` stays its fallback, and
+    """``op`` behind the C fast path of flfun/backends/fastpath.c when it was built: ``op`` stays its fallback, and
     ``general`` (``op`` without its own fast path) gives the clear error when the impl raised."""
     try:
-        from flfun import _dispatch
+        from flfun.backends import fastpath
     except ImportError:
         return op
-    _dispatch.setup(Array, trace_state, _FLOATS)
-    fast = _dispatch.BinaryOp(prim.impls, ok, op, general)
+    fastpath.setup(Array, trace_state, _FLOATS)
+    fast = fastpath.BinaryOp(prim.impls, ok, op, general)
     fast.__name__, fast.__qualname__, fast.__doc__, fast.__wrapped__ = op.__name__, op.__name__, op.__doc__, op
     return fast
 

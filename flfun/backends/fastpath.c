@@ -154,7 +154,7 @@ static PyGetSetDef binary_getset[] = {
 
 static PyTypeObject BinaryOpType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "flfun._dispatch.BinaryOp",
+    .tp_name = "flfun.backends.fastpath.BinaryOp",
     .tp_doc = "BinaryOp(impls, dtypes, fallback, general): an Array operator with a C fast path.",
     .tp_basicsize = sizeof(BinaryOp),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
@@ -200,9 +200,9 @@ static PyMethodDef methods[] = {
     {NULL}
 };
 
-static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "flfun._dispatch", NULL, -1, methods};
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "flfun.backends.fastpath", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__dispatch(void) {
+PyMODINIT_FUNC PyInit_fastpath(void) {
     if (PyType_Ready(&BinaryOpType) < 0) return NULL;
     str_eager = PyUnicode_InternFromString("eager");
     str_dtype = PyUnicode_InternFromString("dtype");
