@@ -376,7 +376,7 @@ def test_impls_write_into_out():
 
 
 def _check_conv_out(conv, x, w):
-    dn = lax.conv_dimension_numbers(4, None)
+    dn = lax.conv_dimension_numbers((1,) * 4, (1,) * 4, None)
     params = {"window_strides": (1, 1), "padding": ((1, 1), (1, 1)), "lhs_dilation": (1, 1),
               "rhs_dilation": (1, 1), "dimension_numbers": dn, "feature_group_count": 1, "batch_group_count": 1}
     expected = conv(x, w, **params)
@@ -384,7 +384,7 @@ def _check_conv_out(conv, x, w):
     out = np.empty(expected.shape)
     assert conv(x, w, out=out, **params) is out
     _close(out, expected)
-    spec = lax.conv_dimension_numbers(4, ("NCHW", "OIHW", "CNHW"))   # the layout the GEMM writes directly
+    spec = lax.conv_dimension_numbers((1,) * 4, (1,) * 4, ("NCHW", "OIHW", "CNHW"))   # the layout the GEMM writes directly
     out = np.empty((4, 2, 5, 5))
     assert conv(x, w, out=out, **{**params, "dimension_numbers": spec}) is out
     _close(out, np.transpose(expected, (1, 0, 2, 3)))
@@ -451,7 +451,7 @@ def test_channels_last_scatter_and_kernel_gradient_layouts(monkeypatch, force):
                 (x, w), order=1)
     conv = primitives.get("conv_general_dilated").impls["numpy"]
     ct = _rand((3, 4, 4, 2))                                           # NHWC cotangent of a VALID conv
-    spec = lax.conv_dimension_numbers(4, ("CHWN", "IHWO", "HWNC"))     # the kernel gradient's dimension numbers
+    spec = lax.conv_dimension_numbers((1,) * 4, (1,) * 4, ("CHWN", "IHWO", "HWNC"))     # the kernel gradient's dimension numbers
     params = {"window_strides": (1, 1), "padding": ((0, 0), (0, 0)), "lhs_dilation": (1, 1),
               "rhs_dilation": (1, 1), "dimension_numbers": spec, "feature_group_count": 1, "batch_group_count": 1}
     out = np.empty((3, 2, 4, 2))

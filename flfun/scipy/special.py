@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from flfun import lax
+from flfun.primitives import base as pb, elementwise as pe, reduce as pr
 from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.numpy.promotion import to_float
@@ -234,7 +234,7 @@ def expit(x) -> Array:
         >>> float(expit(0.0))
         0.5
     """
-    return lax.logistic(_f(x))
+    return pe.logistic(_f(x))
 
 
 def logit(p) -> Array:
@@ -251,7 +251,7 @@ def logit(p) -> Array:
 
 def _keep(x, out, axes):
     """Reinsert the reduced ``axes`` of ``x`` as length-one axes of ``out``."""
-    return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+    return pb.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
 
 
 def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False, where=None):
@@ -268,20 +268,20 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     if where is not None:
         x = fnp.where(where, x, -math.inf)
     axes = canonical_axes(axis, x.ndim, "logsumexp")
-    m = lax.reduce_max(lax.stop_gradient(x), axes)     # a constant shift: exact gradients, -inf rows stay -inf
-    m = _keep(x, lax.select(lax.is_finite(m), m, lax.full((), 0, m.dtype)), axes)
-    e = lax.exp(lax.sub(x, m))
+    m = pr.reduce_max(pe.stop_gradient(x), axes)     # a constant shift: exact gradients, -inf rows stay -inf
+    m = _keep(x, pe.select(pe.is_finite(m), m, pb.full((), 0, m.dtype)), axes)
+    e = pe.exp(pe.sub(x, m))
     if b is not None:
         b_shape = tuple(fnp.shape(b))
         if len(b_shape) > x.ndim or any(d not in (1, s) for d, s in zip(b_shape[::-1], x.shape[::-1])):
             raise ValueError(f"logsumexp: b of shape {b_shape} must broadcast to x's {tuple(x.shape)}")
         e = to_float(fnp.multiply(e, b))
-    total = _keep(x, lax.reduce_sum(e, axes), axes)
-    sign = lax.sign(total)
-    out = lax.add(lax.log(lax.abs(total) if return_sign else total), lax.convert_element_type(m, total.dtype))
+    total = _keep(x, pr.reduce_sum(e, axes), axes)
+    sign = pe.sign(total)
+    out = pe.add(pe.log(pe.abs(total) if return_sign else total), pb.convert_element_type(m, total.dtype))
     if not keepdims:
         kept = tuple(d for i, d in enumerate(x.shape) if i not in axes)
-        out, sign = lax.reshape(out, kept), lax.reshape(sign, kept)
+        out, sign = pb.reshape(out, kept), pb.reshape(sign, kept)
     return (out, sign) if return_sign else out
 
 
@@ -294,7 +294,7 @@ def erf(x) -> Array:
         >>> float(erf(0.0))
         0.0
     """
-    return lax.erf(_f(x))
+    return pe.erf(_f(x))
 
 
 def _erfc_cf(z):
@@ -310,7 +310,7 @@ def _log_erfc(z):
     big = z >= 2.0
     zb = fnp.where(big, z, 2.0)
     tail = -zb * zb - 0.5 * math.log(math.pi) - fnp.log(_erfc_cf(zb))
-    return fnp.where(big, tail, fnp.log1p(-lax.erf(fnp.where(big, 0.0, z))))
+    return fnp.where(big, tail, fnp.log1p(-pe.erf(fnp.where(big, 0.0, z))))
 
 
 def erfc(x) -> Array:
@@ -349,7 +349,7 @@ def erfinv(x) -> Array:
     y = fnp.where(small, ps, pl) * x
     if x.dtype == np.float64:
         for _ in range(2):
-            y = y - (lax.erf(y) - x) / (fnp.exp(-(y * y)) * (2 / math.sqrt(math.pi)))
+            y = y - (pe.erf(y) - x) / (fnp.exp(-(y * y)) * (2 / math.sqrt(math.pi)))
     return y
 
 
