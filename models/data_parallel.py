@@ -74,11 +74,12 @@ class DataParallel:
 
         def step(model, opt_state, x, y, *stop):
             loss, grads = flfun.value_and_grad(loss_fn)(model, x, y)
-            if not zero:
-                grads = pmean(grads, AXIS)
+            if zero:
+                loss = pmean(loss, AXIS)
+            else:                   # one allreduce of the gradients and the loss together
+                grads, loss = pmean((grads, loss), AXIS)
             updates, opt_state = opt.update(grads, opt_state, model)
-            return (optim.apply_updates(model, updates), opt_state, pmean(loss, AXIS),
-                    *(pmax(s, AXIS) for s in stop))
+            return (optim.apply_updates(model, updates), opt_state, loss, *(pmax(s, AXIS) for s in stop))
         s, more = 0 if zero else None, (0,) * agree_stop
         self.agree_stop = agree_stop
         self._step = pmap(step, AXIS, in_axes=(None, s, 0, 0, *more), out_axes=(None, s, None, *(None,) * len(more)),

@@ -85,3 +85,19 @@ def test_jacrev_of_an_integer_output():
         fl.jacrev(lambda x: (x > 0).astype("int32"))(fnp.ones(2))
     with pytest.raises(TypeError, match=r"jacrev: .* got bool\[2\]"):
         fl.jacrev(lambda x: (fnp.sin(x), x > 0))(fnp.ones(2))
+
+
+@pytest.mark.parametrize("name,make", [
+    ("broadcast_to", lambda: fnp.broadcast_to(fnp.ones(1), (2**32, 2**32))),
+    ("broadcast_to", lambda: fl.jit(lambda x: fnp.broadcast_to(x, (2**32, 2**32)))(fnp.ones(1))),
+    ("tile", lambda: fnp.tile(fnp.ones(2), (2**32, 2**32))),
+    ("broadcast_in_dim", lambda: fl.lax.broadcast_in_dim(fnp.ones(()), (2**32, 2**32), ())),
+    ("iota", lambda: fl.lax.iota("int32", (2**32, 2**32), 0)),
+    ("arange", lambda: fnp.arange(2**64)), ("linspace", lambda: fnp.linspace(0.0, 1.0, 2**63)),
+    ("eye", lambda: fnp.eye(2**33))])
+def test_shapes_whose_size_overflows(name, make):
+    with pytest.raises(ValueError, match=rf"^{name}: shape \(\d+,.*\) has .* elements, more than the 2\*\*63 - 1 an "
+                                         r"array can hold"):
+        make()
+    with pytest.raises(MemoryError, match=r"zeros: an array of shape \(4294967296, 4294967296\)"):
+        fnp.zeros((2**32, 2**32))

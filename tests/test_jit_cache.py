@@ -106,3 +106,27 @@ def test_program_cache_alone():
     c.pin("a", 80)
     c.pin("c", 30)                      # over 100 bytes: "a" goes, "c" (the newest) stays
     assert dropped == ["b", "a"] and c.info().arena_bytes == 30 and len(c) == 1
+
+
+def test_pmap_cache_is_the_same_lru():
+    from cpu_devices import cpu_devices
+    with cpu_devices(2):
+        pf = fl.pmap(_f, cache_size=2)
+        refs = []
+        for n in (1, 2, 1, 3, 4):
+            x = fnp.arange(float(2 * n * 3)).reshape(2, n, 3)
+            np.testing.assert_allclose(np.asarray(pf(x)), np.stack([np.asarray(_f(x[i])) for i in range(2)]),
+                                       rtol=1e-6)
+            refs += [weakref.ref(e) for t in pf._traces.values() for e in t[0].cache.values()
+                     if hasattr(e, "arena") and all(r() is not e for r in refs)]
+        info = pf.cache_info()
+        assert (info.entries, info.misses, info.hits, info.evictions, info.max_entries) == (2, 4, 1, 2, 2)
+        assert pf.trace_count == 4
+        gc.collect()
+        alive = [r() for r in refs if r() is not None]
+        assert len(refs) == 8 and len(alive) == 4                    # two programs x two devices
+        assert info.arena_bytes == sum(e.arena.nbytes for e in alive) > 0
+        pf.clear_cache()
+        assert pf.cache_info().entries == 0
+    with pytest.raises(ValueError, match="pmap: max_entries .* must be a positive int, got 0"):
+        fl.pmap(_f, cache_size=0)

@@ -348,3 +348,16 @@ def test_data_parallel_training_matches_single_device():
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-6)
     with pytest.raises(ValueError, match="global batch of 30 does not split evenly over 4 devices"):
         dp.shard_batch(np.ones((30, 2)))
+
+
+def test_psum_of_a_pytree_is_one_collective_per_dtype():
+    tree = {"w": np.arange(12.0, dtype=np.float32).reshape(4, 3) / 7, "b": np.ones((4, 2), np.float32),
+            "s": np.arange(4.0, dtype=np.float32), "n": np.arange(4, dtype=np.int32).reshape(4, 1)}
+    f = pmap(lambda t: psum(t, "i"), "i")
+    ir = f.lower(tree).ir
+    assert ir.count("psum[") == 2                 # the float32 leaves as one flat buffer, the int32 leaf alone
+    out = f(tree)
+    for k, v in tree.items():
+        np.testing.assert_array_equal(np.asarray(out[k]), np.broadcast_to(v.sum(0), v.shape))
+    g = fl.vmap(lambda t: psum(t, "i"), axis_name="i")(tree)
+    assert all(np.array_equal(np.asarray(g[k]), np.asarray(out[k])) for k in tree)

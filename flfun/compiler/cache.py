@@ -37,10 +37,11 @@ class ProgramCache:
         cache["a"] = traced; cache.pin("a", 4096)
     """
 
-    def __init__(self, max_entries: int, max_bytes: int, on_evict: Callable = lambda key, entry: None):
+    def __init__(self, max_entries: int, max_bytes: int, on_evict: Callable = lambda key, entry: None,
+                 owner: str = "jit"):
         for what, v in (("max_entries", max_entries), ("max_bytes", max_bytes)):
             if type(v) is not int or v < 1:
-                raise ValueError(f"jit: {what} (the compiled-program cache bound) must be a positive int, got {v!r}")
+                raise ValueError(f"{owner}: {what} (the compiled-program cache bound) must be a positive int, got {v!r}")
         self.max_entries, self.max_bytes, self.on_evict = max_entries, max_bytes, on_evict
         self._entries: collections.OrderedDict = collections.OrderedDict()
         self._bytes: dict = {}

@@ -14,6 +14,8 @@ from typing import Any, Callable, Hashable, Sequence
 import numpy as np
 
 from flfun.array import Array
+from flfun import config
+from flfun.compiler.cache import CacheInfo, ProgramCache, pinned_bytes
 from flfun.compiler.pipeline import compile_program
 from flfun.core import (Primitive, ShapedArray, Trace, Tracer, full_raise, get_aval, new_main, register_impl,
                         trace_state, wrap)
@@ -84,7 +86,7 @@ class PmapFunction:
     """A function mapped over devices (see ``pmap``)."""
 
     def __init__(self, fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices, axis_size,
-                 memory_strategy=None):
+                 memory_strategy=None, cache_size: int | None = None, cache_bytes: int | None = None):
         functools.update_wrapper(self, fun)
         self.memory_strategy = memory_strategy
         if axis_size is not None and (type(axis_size) is not int or axis_size < 1):
@@ -96,7 +98,10 @@ class PmapFunction:
         if any(type(i) is not int for i in self.static):
             raise ValueError(f"pmap: static_broadcasted_argnums must be ints, got {static_broadcasted_argnums!r}")
         self.devices = None if devices is None else list(devices)
-        self._traces, self._meshes, self.trace_count = {}, {}, 0
+        self._traces = ProgramCache(config.jit_cache_size if cache_size is None else cache_size,
+                                    config.jit_cache_bytes if cache_bytes is None else cache_bytes,
+                                    owner="pmap")
+        self._meshes, self.trace_count = {}, 0
 
     def _prepare(self, args: tuple, kwargs: dict):
         """The static positions, the dynamic leaves with their tree and mapped axes, and the mapped size."""
@@ -127,12 +132,13 @@ class PmapFunction:
         static_pos, leaves, in_tree, axes, n = self._prepare(args, kwargs)
         if (frame := _enclosing_frame()) is not None:
             return self._nested(frame, args, static_pos, leaves, in_tree, axes, n)
-        closed, out_tree, extra, out_axes, mesh = self._trace(args, static_pos, leaves, in_tree, axes, n)
+        closed, out_tree, extra, out_axes, mesh, key = self._trace(args, static_pos, leaves, in_tree, axes, n)
         in_ax, p_out_axes = (tuple(None if a is None else 0 for a in ax) for ax in (axes, out_axes))
         if trace_state.eager and not extra and not any(isinstance(x, Tracer) for x in leaves):
             heads = [mesh.local[i][1] for i in mesh.heads]
             outs = _execute(closed, mesh, [_host_input(x, a, heads) for x, a in zip(leaves, axes)], in_ax, p_out_axes,
                             self.memory_strategy)
+            self._traces.pin(key, pinned_bytes(closed.cache))
             res = [ShardedArray([wrap(b, d) for b, d in zip(o, heads)], ax) if ax is not None
                    else wrap(o, mesh.local[0][1]) for o, ax in zip(outs, out_axes)]
             return tree_unflatten(out_tree, res)
@@ -150,8 +156,8 @@ class PmapFunction:
         return n
 
     def _trace(self, args, static_pos, leaves, in_tree, axes, n):
-        """The per-device program (traced once per signature), its output tree, outer tracers, output axes and
-        the mesh it runs on."""
+        """The per-device program (traced once per signature, LRU-cached like jit's), its output tree, outer
+        tracers, output axes, the mesh it runs on and its cache key."""
         n_global = self._global_size(n)
         avals = tuple(_shard_aval(x, a) for x, a in zip(leaves, axes))
         key = (in_tree, avals, tuple(axes), tuple((i, args[i]) for i in sorted(static_pos)), n_global,
@@ -173,7 +179,7 @@ class PmapFunction:
             return closed, out_tree[0], tracers, out_axes, tuple(mesh_axes)
         hit = once(self._traces, key, make, lambda hit: not hit[2])
         closed, out_tree, tracers, out_axes, mesh_axes = hit
-        return closed, out_tree, tracers, out_axes, self._mesh(n_global, mesh_axes)
+        return closed, out_tree, tracers, out_axes, self._mesh(n_global, mesh_axes), key
 
     def _mesh(self, n_global: int, inner: tuple) -> Mesh:
         shape = (n_global,) + tuple(s for _, s in inner)
@@ -214,9 +220,23 @@ class PmapFunction:
             res = [all_gather(o, self.axis_name, axis=a) if a is not None else o for o, a in zip(ol, oaxes)]
         return tree_unflatten(td, res)
 
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses, entries, evictions and pinned arena bytes of the per-device program cache (LRU, bounded by
+        ``cache_size`` entries and ``cache_bytes`` arena bytes as for ``jit``).
+
+        Example::
+
+            >>> f = fl.pmap(fnp.sin); f(fnp.ones(1)); f(fnp.ones(1)); f.cache_info().hits
+            1
+        """
+        return self._traces.info()
+
+    def clear_cache(self) -> None:
+        self._traces.clear()
+
     def lower(self, *args):
         """The per-device program for these arguments (``.ir`` text) and its mesh, without running it."""
-        closed, _, _, _, mesh = self._trace(args, *self._prepare(args, {}))
+        closed, _, _, _, mesh, _ = self._trace(args, *self._prepare(args, {}))
         return _Lowered(closed, mesh, self.memory_strategy)
 
 
@@ -339,7 +359,8 @@ def_call_rules(pmap_p, _PmapSite)
 
 def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
-         axis_size: int | None = None, memory_strategy: str | None = None) -> PmapFunction:
+         axis_size: int | None = None, memory_strategy: str | None = None, cache_size: int | None = None,
+         cache_bytes: int | None = None) -> PmapFunction:
     """Map ``fun`` over devices: shard ``i`` of every mapped argument runs on device ``i``, all at once.
 
     ``fun`` is compiled once per shard shape (the jit pipeline: passes, memory plan, generated code) and runs
@@ -358,6 +379,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, 
         devices: the devices to use (as many as the mapped size).
         axis_size: the mapped size when no argument is mapped (e.g. to initialise per-device state).
         memory_strategy: the planner's offset strategy for the per-device programs, as for ``jit``.
+        cache_size, cache_bytes: the LRU bounds of the per-device program cache, as for ``jit`` (``cache_info()``).
 
     Returns:
         A function returning ``ShardedArray``s (which behave like Arrays and feed later pmaps without copies).
@@ -372,7 +394,7 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, 
     if not callable(fun):
         raise ValueError(f"pmap: fun must be callable, got {fun!r:.60}")
     return PmapFunction(fun, axis_name, in_axes, out_axes, static_broadcasted_argnums, devices, axis_size,
-                        memory_strategy)
+                        memory_strategy, cache_size, cache_bytes)
 
 
 __all__ = ["pmap", "pmap_p", "PmapFunction", "SpmdAxisTrace"]

@@ -19,6 +19,7 @@ from flfun.numpy.promotion import promote
 from flfun.numpy._shaping import moveaxis
 from flfun.primitives import elementwise as lax
 from flfun.primitives import shape as lax_shape
+from flfun.primitives.base import check_size
 from flfun.primitives.rules import broadcast_to_shape
 
 __all__ = ["full", "zeros", "ones", "empty", "full_like", "zeros_like", "ones_like", "empty_like", "arange", "linspace",
@@ -36,6 +37,7 @@ def _shape(shape, op: str, dtype=None) -> tuple[int, ...]:
     if nbytes > _MEMORY:
         raise MemoryError(f"{op}: an array of shape {out} and dtype {np.dtype(dtype)} needs {nbytes / 2**30:.3g} "
                           f"GiB, more than this machine's {_MEMORY / 2**30:.3g} GiB of memory")
+    check_size(op, out)
     return out
 
 
@@ -163,6 +165,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
         dtype = dtypes.DEFAULT_FLOAT if floats else dtypes.DEFAULT_INT
     dtype = dtypes.canonicalize(dtype)
     n = max(math.ceil((stop - start) / step), 0)
+    check_size("arange", (n,))
     work = dtype if dtypes.is_float(dtype) else dtypes.float64 if floats else dtypes.DEFAULT_INT
     out = lax_shape.iota(work, (n,), 0)
     if step != 1:
@@ -200,6 +203,7 @@ def linspace(start, stop, /, num: int = 50, *, dtype=None, device=None, endpoint
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
+    check_size("linspace", (num,))
     dt = None if dtype is None else dtypes.canonicalize(dtype)
     a, b = _float_operands("linspace", start, stop, dtype=dt)
     shape = tuple(np.broadcast_shapes(a.shape, b.shape))

@@ -15,6 +15,7 @@ from flfun.numpy._shaping import atleast, atleast_2d, ravel, reshape
 from flfun.numpy._take import take
 from flfun.primitives import elementwise as lax
 from flfun.primitives import shape as lax_shape
+from flfun.primitives.base import check_size
 from flfun.util import canonical_axes, canonical_axis
 
 __all__ = ["stack", "concat", "concatenate", "hstack", "vstack", "dstack", "column_stack", "split", "array_split",
@@ -170,6 +171,7 @@ def tile(x, repetitions, /) -> Array:
     reps = (1,) * (nd - len(reps)) + reps
     shape = (1,) * (nd - x.ndim) + tuple(x.shape)
     wide = tuple(v for r, d in zip(reps, shape) for v in (r, d))
+    check_size("tile", tuple(r * d for r, d in zip(reps, shape)))
     out = lax_shape.broadcast_in_dim(lax_shape.reshape(x, shape), wide, tuple(range(1, 2 * nd, 2)))
     return lax_shape.reshape(out, tuple(r * d for r, d in zip(reps, shape)))
 

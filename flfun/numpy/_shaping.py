@@ -12,6 +12,7 @@ from flfun.array import Array
 from flfun.core import short
 from flfun.numpy._asarray import as_array, ints, matrix_stack
 from flfun.primitives import shape as lax_shape
+from flfun.primitives.base import check_size
 from flfun.primitives.rules import broadcast_to_shape
 from flfun.util import canonical_axis, prod
 
@@ -180,6 +181,7 @@ def broadcast_to(x, /, shape) -> Array:
     shape = ints(shape, "broadcast_to")
     if len(x.shape) > len(shape) or any(s not in (1, d) for s, d in zip(x.shape, shape[len(shape) - x.ndim:])):
         raise ValueError(f"broadcast_to: cannot broadcast {short(x)} to shape {shape}")
+    check_size("broadcast_to", shape)
     return broadcast_to_shape(x, shape)
 
 

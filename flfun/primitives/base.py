@@ -17,6 +17,16 @@ from flfun.primitives.common import (Zero, batch_axes, check_kinds, guarded_jvp,
 from flfun.util import prod
 
 
+MAX_SIZE = 2 ** 63 - 1      # the most elements an array can index (numpy's intp)
+
+
+def check_size(op: str, shape: Sequence[int]) -> None:
+    """A ValueError naming ``op`` when ``shape`` has more elements than an array can index."""
+    if prod(shape) > MAX_SIZE:
+        raise ValueError(f"{op}: shape {tuple(shape)} has {prod(shape):.3g} elements, more than the 2**63 - 1 an "
+                         f"array can hold")
+
+
 # ------------------------------------------------------------------------------------------ rule builders
 def instantiate(t):
     """A real zeros array for a symbolic Zero (other values pass through)."""
@@ -183,6 +193,7 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
                         f"within the target rank {len(shape)}")
     if any(d < 0 for d in shape):
         raise TypeError(f"broadcast_in_dim: negative size in target shape {shape}")
+    check_size("broadcast_in_dim", shape)
     for d, b in zip(x.shape, bd):
         if d not in (1, shape[b]):
             raise TypeError(f"broadcast_in_dim: operand {short(x)} cannot be broadcast to shape {shape} "
@@ -318,6 +329,7 @@ def _iota_abstract_eval(*, dtype, shape, dimension, device=None):
         raise TypeError(f"iota: dtype must be an integer or floating type, got {dtype}")
     if any(d < 0 for d in shape):
         raise TypeError(f"iota: negative size in shape {shape}")
+    check_size("iota", shape)
     if not 0 <= dimension < len(shape):
         raise TypeError(f"iota: dimension {dimension} is out of range for shape {shape}")
     return ShapedArray(shape, dtype)
@@ -334,7 +346,8 @@ def iota(dtype, shape: Sequence[int], dimension: int = 0):
     return bind(iota_p, dtype=dtypes.canonicalize(dtype), shape=tuple(int(d) for d in shape), dimension=int(dimension))
 
 
-__all__ = ["broadcast_in_dim", "broadcast_in_dim_p", "broadcast_to_shape", "broadcasting_batch", "convert_element_type",
+__all__ = ["MAX_SIZE", "check_size",
+           "broadcast_in_dim", "broadcast_in_dim_p", "broadcast_to_shape", "broadcasting_batch", "convert_element_type",
            "convert_element_type_p", "front_batch", "full", "instantiate", "iota", "iota_p", "linear", "linear_jvp", "moveaxis",
            "moveaxis_to_front", "reduce_sum", "reduce_sum_p", "reduction", "reshape", "reshape_p", "transpose",
            "transpose_p", "unbroadcast"]

@@ -8,11 +8,13 @@ communicator. Same rules, same results. Outside any mapped axis of that name a c
 """
 from __future__ import annotations
 
+import itertools
+
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, axis_main, bind, is_weak, short
 from flfun.primitives import elementwise as E, reduce as R, shape as S
 from flfun.primitives.rules import guarded_jvp, linear, moveaxis, moveaxis_to_front, not_mapped, zero_jvp
-from flfun.tree import tree_map
+from flfun.tree import tree_flatten, tree_map, tree_unflatten
 from flfun.util import canonical_axis, prod
 
 
@@ -80,7 +82,24 @@ def psum(x, axis_name):
         >>> fl.vmap(lambda v: v / psum(v, 'i'), axis_name='i')(fnp.arange(1.0, 4.0))  # normalise
     """
     axes = _axes(axis_name)
-    return tree_map(lambda a: bind(psum_p, a, axes=axes), x)
+    leaves, tree = tree_flatten(x)
+    return tree_unflatten(tree, _fused_psum(leaves, axes))
+
+
+def _fused_psum(leaves: list, axes: tuple) -> list:
+    """``psum`` of each leaf, with the arrays of one dtype summed as one flat buffer (one collective for a whole
+    gradient pytree instead of one per leaf)."""
+    groups: dict = {}
+    for i, a in enumerate(leaves):
+        if hasattr(a, "shape") and hasattr(a, "dtype"):
+            groups.setdefault((dtypes.canonicalize(a.dtype), is_weak(a)), []).append(i)
+    out = [None] * len(leaves)
+    for ids in [ids for ids in groups.values() if len(ids) > 1]:
+        sizes = [prod(leaves[i].shape) for i in ids]
+        flat = bind(psum_p, S.concatenate([S.reshape(leaves[i], (n,)) for i, n in zip(ids, sizes)], 0), axes=axes)
+        for i, start, n in zip(ids, itertools.accumulate([0] + sizes), sizes):
+            out[i] = S.reshape(S.slice(flat, (start,), (start + n,)), tuple(leaves[i].shape))
+    return [bind(psum_p, a, axes=axes) if o is None else o for a, o in zip(leaves, out)]
 
 
 def axis_size(axis_name) -> int:

@@ -152,7 +152,8 @@ class JitFunction:
                                      and params.index(n) not in self.static_argnums)
         self.memory_strategy = memory_strategy
         self._static = bool(self.static_argnums or self.static_argnames)
-        self._traces = ProgramCache(cache_size or config.jit_cache_size, cache_bytes or config.jit_cache_bytes,
+        self._traces = ProgramCache(config.jit_cache_size if cache_size is None else cache_size,
+                                    config.jit_cache_bytes if cache_bytes is None else cache_bytes,
                                     self._evicted)
         self._fast, self._fast_version, self.trace_count = {}, None, 0
 
