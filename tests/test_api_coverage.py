@@ -19,7 +19,7 @@ jax = require("jax")
 
 # (flfun module, jax module, floor as a fraction of jax's public callables)
 NAMESPACES = {
-    "numpy": ("flfun.numpy", "jax.numpy", 0.53),
+    "numpy": ("flfun.numpy", "jax.numpy", 0.91),
     "lax": ("flfun.lax", "jax.lax", 0.45),
     "random": ("flfun.random", "jax.random", 0.97),
     "nn": ("flfun.nn", "jax.nn", 0.91),
@@ -28,8 +28,9 @@ NAMESPACES = {
     "scipy.stats": ("flfun.scipy.stats", "jax.scipy.stats", 0.42),
 }
 
+TARGETS = {"numpy": 0.95}   # issue 14's targets for the namespaces this test holds to them
+
 _NARROW = "ml_dtypes' fp8/fp6/fp4 and sub-byte storage types: flfun's backends have no kernels for them"
-_IO_OBJECT = "makes or needs numpy ufunc/object machinery that an immutable, traced array library does not have"
 OMITTED = {
     "numpy": {
         **{n: _NARROW for n in ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
@@ -37,7 +38,6 @@ OMITTED = {
                                 "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2", "int4", "uint1", "uint2",
                                 "uint4")},
         "object_": "object arrays: flfun arrays hold numbers only",
-        "ufunc": _IO_OBJECT, "frompyfunc": _IO_OBJECT,
         "roots": "needs a nonsymmetric eigensolver with complex results (flfun has eigh only)",
     },
 }
@@ -98,6 +98,10 @@ def test_coverage_floor(name):
     floor = NAMESPACES[name][2]
     assert covered / total >= floor, f"{name}: coverage {covered}/{total} fell below its floor {floor:.0%}; " \
                                      f"missing: {todo}"
+    if name in TARGETS:   # the issue's target, reached once the other issues' names land
+        pending = len([n for n in missing if n in owned])
+        assert (covered + pending) / total >= TARGETS[name], f"{name}: {covered}+{pending} of {total} is below " \
+                                                             f"the target {TARGETS[name]:.0%}; missing: {todo}"
 
 
 @pytest.mark.parametrize("name", list(OMITTED))

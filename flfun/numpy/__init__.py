@@ -29,6 +29,8 @@ from flfun.numpy._polynomial import *  # noqa: F401,F403
 from flfun.numpy._signal import *  # noqa: F401,F403
 from flfun.numpy._index_tricks import *  # noqa: F401,F403
 from flfun.numpy._manipulation import *  # noqa: F401,F403
+from flfun.numpy._functional import *  # noqa: F401,F403
+from flfun.numpy._interop import *  # noqa: F401,F403
 from flfun.numpy import linalg  # noqa: F401
 
 import numpy as _np
