@@ -124,8 +124,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
         [1.0, 20.0]
     """
     x = asarray_like(x)
-    conds = [as_array(c) for c in ([condlist] if isinstance(condlist, bool) or np.ndim(condlist) == 0
-                                   else condlist)]
+    conds = [asarray_like(c) for c in (condlist if isinstance(condlist, (list, tuple)) else [condlist])]
     if len(funclist) not in (len(conds), len(conds) + 1):
         raise ValueError(f"piecewise: {len(funclist)} functions for {len(conds)} conditions (need n or n + 1)")
     if len(funclist) == len(conds) + 1:

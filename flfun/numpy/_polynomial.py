@@ -100,7 +100,7 @@ def polyder(p, m: int = 1):
         raise ValueError(f"polyder: order m must be non-negative, got {m}")
     for _ in range(m):
         n = p.shape[0]
-        p = p[:-1] * arange(n - 1, 0, -1).astype(p.dtype) if n > 1 else zeros(1, p.dtype)
+        p = p[:-1] * arange(n - 1, 0, -1).astype(p.dtype) if n else p
     return p
 
 

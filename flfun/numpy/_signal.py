@@ -232,6 +232,8 @@ def kaiser(M: int, beta):
     t = _window(M, "kaiser")
     if t is None:
         return ones(max(M, 0))
-    beta = asarray_like(beta).astype(t.dtype)
+    beta = to_float(beta)
+    t = t.astype(beta.dtype) if beta.dtype.itemsize > t.dtype.itemsize else t
+    beta = beta.astype(t.dtype)
     r = t / np.pi - 1
     return i0(beta * sqrt(where(1 - r * r > 0, 1 - r * r, 0.0))) / i0(beta)
