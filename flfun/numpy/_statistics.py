@@ -299,7 +299,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
     Example::
 
         >>> fnp.histogram(fnp.asarray([0.0, 0.5, 1.0, 3.0]), bins=3)[0].tolist()
-        [3.0, 0.0, 1.0]
+        [2.0, 1.0, 1.0]
     """
     a = reshape(to_float(a), (-1,))
     w = None if weights is None else reshape(to_float(weights), (-1,))
