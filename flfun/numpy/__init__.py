@@ -22,6 +22,15 @@ from flfun.numpy._updates import *  # noqa: F401,F403
 from flfun.numpy._take import *  # noqa: F401,F403
 from flfun.numpy._sorting import *  # noqa: F401,F403
 from flfun.numpy._info import *  # noqa: F401,F403
+from flfun.numpy._math import *  # noqa: F401,F403
+from flfun.numpy._statistics import *  # noqa: F401,F403
+from flfun.numpy._setops import *  # noqa: F401,F403
+from flfun.numpy._polynomial import *  # noqa: F401,F403
+from flfun.numpy._signal import *  # noqa: F401,F403
+from flfun.numpy._index_tricks import *  # noqa: F401,F403
+from flfun.numpy._manipulation import *  # noqa: F401,F403
+from flfun.numpy._functional import *  # noqa: F401,F403
+from flfun.numpy._interop import *  # noqa: F401,F403
 from flfun.numpy import linalg  # noqa: F401
 
 import numpy as _np

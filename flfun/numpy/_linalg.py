@@ -19,7 +19,8 @@ from flfun.primitives import elementwise as lax, shape as lax_shape
 from flfun.primitives.linalg import dot_general, dot_general_p
 from flfun.util import canonical_axis
 
-__all__ = ["diagonal", "dot", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot", "vecdot"]
+__all__ = ["diagonal", "dot", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot", "vecdot",
+           "matvec", "vecmat"]
 
 
 def _check_contract(op: str, a, b, ca: Sequence[int], cb: Sequence[int]) -> None:
@@ -170,6 +171,22 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Array:
     _check_contract("vecdot", a, b, (a.ndim + ax,), (b.ndim + ax,))
     la, lb = ([n - x.ndim + j if j != x.ndim + ax else "k" for j in range(x.ndim)] for x in (a, b))
     return _broadcast_dot("vecdot", a, la, b, lb, [*range(n)])
+
+
+def matvec(x1, x2, /) -> Array:
+    """Matrix-vector products over broadcast batch dimensions: ``x1[..., i, j] * x2[..., j]`` summed over ``j``."""
+    a, b = asarray_like(x1), asarray_like(x2)
+    if a.ndim < 2 or b.ndim < 1:
+        raise ValueError(f"matvec: needs a matrix stack and a vector stack, got {short(a)} and {short(b)}")
+    return matmul(a, b[..., None])[..., 0]
+
+
+def vecmat(x1, x2, /) -> Array:
+    """Vector-matrix products over broadcast batch dimensions: ``x1[..., i] * x2[..., i, j]`` summed over ``i``."""
+    a, b = asarray_like(x1), asarray_like(x2)
+    if a.ndim < 1 or b.ndim < 2:
+        raise ValueError(f"vecmat: needs a vector stack and a matrix stack, got {short(a)} and {short(b)}")
+    return matmul(a[..., None, :], b)[..., 0, :]
 
 
 def kron(a, b, /) -> Array:
