@@ -56,8 +56,9 @@ def make_task(name: str, seed: int) -> Task:
                     "test_loss": test_loss, "train_examples": n, "test_examples": len(digits.x_test)}
 
         return Task(name, mod.DEFAULTS, digits, mod.init, mod.loss_fn, batch, evaluate, {})
+    from models import lstm
     from models import transformer as T
-    cfg = T.GPTConfig()
+    mod, cfg = (lstm, lstm.LSTMConfig()) if name == "lstm" else (T, T.GPTConfig())
     corpus = D.load_text_corpus()
 
     def batch(step: int, bs: int):
@@ -65,12 +66,12 @@ def make_task(name: str, seed: int) -> Task:
         return T.sample_windows(corpus.train, starts, cfg.seq_len)
 
     def evaluate(model):
-        bpc = T.bits_per_char(model, corpus.val)
+        bpc = mod.bits_per_char(model, corpus.val)
         return {"val_bits_per_char": bpc, "unigram_entropy_bits": corpus.unigram_entropy(),
                 "train_chars": len(corpus.train), "val_chars": len(corpus.val),
                 "train_files": corpus.train_files, "val_files": corpus.val_files}
 
-    return Task(name, T.DEFAULTS, corpus, lambda key: T.init(key, cfg), T.loss_fn, batch, evaluate, asdict(cfg))
+    return Task(name, mod.DEFAULTS, corpus, lambda key: mod.init(key, cfg), mod.loss_fn, batch, evaluate, asdict(cfg))
 
 
 __all__ = ["Task", "make_task"]

@@ -1,5 +1,5 @@
-"""The training command: ``python -m models.train {mlp,cnn,transformer} [options]``, and
-``python -m models.train sample`` to print text from a trained transformer.
+"""The training command: ``python -m models.train {mlp,cnn,transformer,lstm} [options]``, and
+``python -m models.train sample`` to print text from a trained transformer or LSTM.
 
 It trains with AdamW (warm-up + cosine schedule, gradient clipping), shows a progress bar with the loss and
 steps/s, evaluates at the end, and writes ``metrics.json`` and ``loss.png`` to ``--out``. With
@@ -27,7 +27,7 @@ import numpy as np
 from models.tasks import Task, make_task
 from models.runlog import SIGNALS, StopFlag, folder_problem, plot_losses, write_json, write_profile
 
-MODELS = ("mlp", "cnn", "transformer")
+MODELS = ("mlp", "cnn", "transformer", "lstm")
 CKPT_NAME = "checkpoint.safetensors"
 
 
@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-limit", type=_positive(float),
                    help="training time budget in seconds: the schedule is shortened to the steps that fit (speed "
                         "re-estimated every 20 steps), and training stops at the limit (default: 270 for "
-                        "transformer, none otherwise)")
+                        "transformer and lstm, none otherwise)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in logs)")
     p.add_argument("--skip-nonfinite", action="store_true", help="skip the update of a step whose loss or "
                    "gradient is not finite (counted in metrics.json) instead of stopping the run")
@@ -407,23 +407,25 @@ def train(args: argparse.Namespace) -> dict:
 
 
 def sample(args: argparse.Namespace) -> str:
-    """Load the transformer from ``--checkpoint-dir`` and return ``--chars`` characters after ``--prompt``."""
+    """Load the transformer or LSTM from ``--checkpoint-dir``; return ``--chars`` characters after ``--prompt``."""
     import flfun.random as fr
     from flfun import checkpoint
     from models import data as D
+    from models import lstm as L
     from models import transformer as T
     path = os.path.join(args.checkpoint_dir, CKPT_NAME)
     if not os.path.exists(path):
         raise SystemExit(f"error: sample: no checkpoint at {path}; train first with "
                          f"python -m models.train transformer --checkpoint-dir {args.checkpoint_dir}")
     meta = checkpoint.load_metadata(path)
-    if meta.get("model") != "transformer":
-        raise SystemExit(f"error: sample: {path} holds a {meta.get('model')!r} model, not a transformer")
-    cfg = T.GPTConfig(**json.loads(meta.get("config", "{}")))
+    if meta.get("model") not in ("transformer", "lstm"):
+        raise SystemExit(f"error: sample: {path} holds a {meta.get('model')!r} model, not a transformer or lstm")
+    mod, config = (L, L.LSTMConfig) if meta["model"] == "lstm" else (T, T.GPTConfig)
+    cfg = config(**json.loads(meta.get("config", "{}")))
     tree = checkpoint.load(path)
     params = {k[len("model."):]: v for k, v in tree.items() if k.startswith("model.")}
-    model = _restore(T.init(fr.key(0), cfg), params)
-    ids = T.generate(model, D.encode(args.prompt), args.chars, fr.key(args.seed), args.temperature)
+    model = _restore(mod.init(fr.key(0), cfg), params)
+    ids = mod.generate(model, D.encode(args.prompt), args.chars, fr.key(args.seed), args.temperature)
     return args.prompt + D.decode(ids)
 
 
