@@ -224,6 +224,7 @@ def _rewrite_scan(e: Eqn, used: set, env: dict, constvars: list, consts: list):
     nc, nk = e.params["num_consts"], e.params["num_carry"]
     ins, outs = list(e.inputs), list(e.outputs)
     pre, body, bconsts, ins, nc = _hoist_invariants(body, bconsts, ins, nc, constvars, consts)
+    body, ins, outs, nc, nk = _constant_carries(body, ins, outs, nc, nk, env)
     body, ins, outs, env_add = _merge_ys(body, ins, outs, nc, nk, used)
     env.update(env_add)
     post: list[Eqn] = []
@@ -265,6 +266,19 @@ def _hoist_invariants(body: Program, bconsts: list, ins: list, nc: int, constvar
     invars = body.invars[:nc] + new_in + body.invars[nc:]
     ins = ins[:nc] + [outer[v.id] for v in new_in] + ins[nc:]
     return pre, Program(list(body.constvars), invars, kept, list(body.outvars)), bconsts, ins, nc + len(new_in)
+
+
+def _constant_carries(body: Program, ins: list, outs: list, nc: int, nk: int, env: dict):
+    """Carries the body returns unchanged become const operands; their final value is the initial one."""
+    same = [k for k in range(nk) if body.outvars[k] is body.invars[nc + k]]
+    if not same:
+        return body, ins, outs, nc, nk
+    env.update((outs[k].id, ins[nc + k]) for k in same)
+    order = list(range(nc)) + [nc + k for k in same] + [j for j in range(nc, len(ins)) if j - nc not in same]
+    keep = [j for j in range(len(outs)) if j not in same]
+    body = Program(list(body.constvars), [body.invars[j] for j in order], list(body.eqns),
+                   [body.outvars[j] for j in keep])
+    return body, [ins[j] for j in order], [outs[j] for j in keep], nc + len(same), nk - len(same)
 
 
 def _merge_ys(body: Program, ins: list, outs: list, nc: int, nk: int, used: set):

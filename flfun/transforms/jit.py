@@ -20,7 +20,8 @@ from flfun.array import Array
 from flfun.compiler.cache import CacheInfo, ProgramCache, pinned_bytes
 from flfun.compiler.executor import Executable, writes_out
 from flfun.compiler.liveness import plan_program
-from flfun.compiler.pipeline import DEFAULT_STRATEGY, compile_program, global_version, optimized
+from flfun.compiler import pipeline
+from flfun.compiler.pipeline import DEFAULT_STRATEGY, compile_program, global_version
 from flfun.config import config
 from flfun.core import Tracer, trace_state, get_aval, short, wrap
 from flfun.ir import ClosedProgram
@@ -275,7 +276,7 @@ class Lowered:
 
     def __init__(self, jitted: JitFunction, traced: _Traced, in_tree, device, donated):
         self.jitted, self.traced, self.in_tree, self.device, self.donated = jitted, traced, in_tree, device, donated
-        self.program, self.consts = optimized(traced.closed)
+        self.program, self.consts = pipeline.optimized(traced.closed)
         self._plans: dict = {}
 
     @property
@@ -368,7 +369,7 @@ def make_ir(fun: Callable, static_argnums: int | Sequence[int] = (), optimized: 
     def make(*args, **kwargs):
         traced = JitFunction(fun, static_argnums)._trace(args, kwargs)[0]
         if optimized:
-            return ClosedProgram(*optimized(traced.closed))
+            return ClosedProgram(*pipeline.optimized(traced.closed))
         return traced.closed
     return make
 
