@@ -27,10 +27,22 @@ def impl_for(prim: Primitive, backend: str) -> Callable:
     return impl
 
 
-def writes_out(backend: str) -> Callable[[Eqn], bool]:
+PLANNED = "planned"    # the lowering target of primitives the planned executor compiles itself (loops, branches)
+
+
+def writes_out(backend: str, lowered: bool = False) -> Callable[[Eqn], bool]:
     """The planner's ``can_write_out`` for ``backend``: the impl was registered as writing ``out=`` (see
-    ``register_impl``) and has one result."""
-    return lambda e: not e.prim.multiple_results and backend in e.prim.writes_out
+    ``register_impl``) and has one result, or (``lowered``) the primitive has a ``"planned"`` lowering, whose
+    runner writes all its results into ``out=(...)``."""
+    return lambda e: (not e.prim.multiple_results and backend in e.prim.writes_out
+                      or lowered and PLANNED in e.prim.lowerings)
+
+
+def runner_for(e: Eqn, backend: str, device) -> Callable:
+    """What the generated code calls for ``e``: the runner its primitive's ``"planned"`` lowering builds
+    (``rule(eqn, backend, device)``, e.g. a scan whose body is compiled once), else the registered impl."""
+    rule = e.prim.lowerings.get(PLANNED)
+    return impl_for(e.prim, backend) if rule is None else rule(e, backend, device)
 
 
 def _raw(c, device):
@@ -125,6 +137,9 @@ class CodeGen:
         self.last = {v.id: i for i, e in enumerate(program.eqns) for v in e.inputs if type(v) is Var}
         self.outset = {v.id for v in program.outvars if type(v) is Var}
 
+    def impl(self, e: Eqn, backend: str) -> Callable:
+        return impl_for(e.prim, backend)
+
     def bound(self, prefix: str, value) -> str:
         """The closure variable holding ``value`` (one per object: ``names`` keeps it alive, so its id is unique)."""
         name = self._by_id.get(id(value))
@@ -216,7 +231,7 @@ class CodeGen:
         to ``_times``."""
         body = []
         for i, e in enumerate(self.program.eqns):
-            fn = impl_for(e.prim, backend)
+            fn = self.impl(e, backend)
             impl = self.bound("f", fn)
             as_is = literal is None or type(fn).__name__ == "ufunc"
             args = [self.atom(v) if as_is or type(v) is not Literal else literal(v) for v in e.inputs]
@@ -226,25 +241,37 @@ class CodeGen:
             body += self.dead(e, i)
         return body
 
-    def source(self, body: list[str]) -> str:
-        """Source of ``_factory(*closure_values) -> run`` with ``body`` as ``run``'s body."""
-        params = ", ".join(f"a{i}" for i in range(len(self.program.invars)))
+    def source(self, body: list[str], extra: tuple = ()) -> str:
+        """Source of ``_factory(*closure_values) -> run`` with ``body`` as ``run``'s body (``extra``: parameters
+        after the inputs)."""
+        params = ", ".join([f"a{i}" for i in range(len(self.program.invars))] + list(extra))
         src = [f"def _factory({', '.join(self.names)}):", f"    def run({params}):"]
         src += [f"        {line}" for line in body] + ["    return run"]
         return "\n".join(src) + "\n"
 
 
+class HostGen(CodeGen):
+    """The CPU executor's code generation: loops and branches run by their ``"planned"`` lowering's runner."""
+
+    def impl(self, e: Eqn, backend: str) -> Callable:
+        return runner_for(e, backend, self.device)
+
+    def out_args(self, e: Eqn, fn) -> list[str]:
+        """``out=`` for ``e``'s planned buffer (positional for a bare ufunc: faster), ``out=(...)`` for a runner."""
+        if len(e.outputs) != 1 or e.prim.multiple_results:
+            targets = [self.target(v) for v in e.outputs] if PLANNED in e.prim.lowerings else []
+            return [f"out=({', '.join(t or 'None' for t in targets)},)"] if any(targets) else []
+        target = self.target(e.outputs[0])
+        if target is None:
+            return []
+        return [target if isinstance(fn, np.ufunc) and not e.params else f"out={target}"]
+
+
 def _generate(program: Program, plan: MemoryPlan, backend: str, consts: list, device, arena, timed=None):
     """Source of ``_factory(*closure_values) -> run`` and the closure values by name (with ``timed``, ``run``
     also appends each equation's wall time to the list ``_times``)."""
-    g = CodeGen(program, plan, consts, device, arena, {"_clock": timed, "_times": []} if timed else None)
-
-    def out_args(e: Eqn, fn) -> list[str]:
-        target = g.target(e.outputs[0]) if len(e.outputs) == 1 else None
-        if target is None:
-            return []
-        return [target if isinstance(fn, np.ufunc) and not e.params else f"out={target}"]    # positional: faster
-    return g.source(g.equations(backend, out_args, timed=bool(timed)) + g.outputs()), g.names
+    g = HostGen(program, plan, consts, device, arena, {"_clock": timed, "_times": []} if timed else None)
+    return g.source(g.equations(backend, g.out_args, timed=bool(timed)) + g.outputs()), g.names
 
 
-__all__ = ["CodeGen", "Executable", "impl_for", "load", "setup_arena", "writes_out"]
+__all__ = ["CodeGen", "Executable", "HostGen", "PLANNED", "impl_for", "load", "runner_for", "setup_arena", "writes_out"]

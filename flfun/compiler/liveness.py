@@ -76,9 +76,13 @@ def plan_program(program: Program, can_write_out: Callable[[Eqn], bool] = lambda
     hits = 0
     for i, e in enumerate(program.eqns):
         in_roots = [var_roots[v.id] if type(v) is Var else frozenset() for v in e.inputs]
-        if not can_write_out(e) or len(e.outputs) != 1:
-            for v in e.outputs:
-                fresh(v, "heap", i, frozenset().union(*in_roots))
+        writes = can_write_out(e)
+        if not writes or len(e.outputs) != 1:
+            for v in e.outputs:      # (a runner writing several results gives each its own buffer)
+                if writes:
+                    fresh(v, "output" if v.id in outputs else "arena", i, label=f"{v.aval.str_short()} {e.prim.name}")
+                else:
+                    fresh(v, "heap", i, frozenset().union(*in_roots))
             continue
         v = e.outputs[0]
         target = _inplace_target(e, i, v, in_roots, roots, v.id in outputs) if inplace else None

@@ -240,7 +240,12 @@ def _simplify_eqn(e: Eqn, uval: Callable, producer: dict, uses: dict) -> list | 
         full = [v for v in (ins[0], *cases) if type(v) is Var and v.aval.shape == out.shape]
         if full and any(c is not o for c, o in zip(cases, ins[1:])):
             return [Eqn(e.prim, (ins[0], *cases), e.outputs, p)]
+    if name == "pad" and not any(any(c) for c in p["padding_config"]):
+        return [x]
     if name == "add" and len(ins) == 2:
+        joined = _join_pads(e, producer, uses, uval)
+        if joined is not None:
+            return joined
         for s, other in (ins, ins[::-1]):      # scatter-add into zeros, plus y: scatter-add into y
             sc = producer.get(s.id) if type(s) is Var else None
             if sc is not None and sc.prim.name == "scatter" and sc.params["op"] == "add" and uses[s.id] == 1 \
@@ -259,6 +264,33 @@ def _simplify_eqn(e: Eqn, uval: Callable, producer: dict, uses: dict) -> list | 
     if e.prim.elementwise:
         return _implicit_broadcast(e, producer)
     return None
+
+
+def _join_pads(e: Eqn, producer: dict, uses: dict, uval: Callable) -> list | None:
+    """``pad(a) + pad(b)`` with zeros around adjacent windows along one axis as ``pad(concatenate(a, b))``:
+    the transpose of splitting an array into slices (an LSTM's four gates) then builds it in one pass. (Uses of
+    0 are values an earlier rewrite made, for this add alone.)"""
+    pads = [producer.get(v.id) if type(v) is Var and uses[v.id] <= 1 else None for v in e.inputs]
+    if any(q is None or q.prim.name != "pad" or not _is(uval(q.inputs[1]), 0) for q in pads):
+        return None
+    (a, ca), (b, cb) = sorted(((q.inputs[0], q.params["padding_config"]) for q in pads), key=lambda t: t[1])
+    axes = [d for d, (x, y) in enumerate(zip(ca, cb)) if x != y or x != (0, 0, 0)]
+    if len(axes) != 1 or any(c[2] for c in (ca[axes[0]], cb[axes[0]])) or min(ca[axes[0]] + cb[axes[0]]) < 0:
+        return None
+    d = axes[0]
+    if ca[d][0] + a.aval.shape[d] != cb[d][0]:
+        return None
+    from flfun.primitives import get
+    shape = list(a.aval.shape)
+    shape[d] += b.aval.shape[d]
+    cat = Var(ShapedArray(tuple(shape), a.aval.dtype))
+    config = tuple((ca[d][0], cb[d][1], 0) if k == d else c for k, c in enumerate(ca))
+    parts = []
+    for v in (a, b):      # a concatenate made by an earlier join is extended instead of copied again
+        q = producer.get(v.id) if type(v) is Var and uses[v.id] <= 1 else None
+        parts += q.inputs if q is not None and q.prim.name == "concatenate" and q.params["dimension"] == d else [v]
+    return [Eqn(get("concatenate"), tuple(parts), (cat,), {"dimension": d}),
+            Eqn(pads[0].prim, (cat, pads[0].inputs[1]), e.outputs, {"padding_config": config})]
 
 
 def _implicit_broadcast(e: Eqn, producer: dict):

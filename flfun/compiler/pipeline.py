@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from flfun import core
+from flfun.compiler.bodies import optimize_loops
 from flfun.compiler.executor import Executable, writes_out
 from flfun.compiler.liveness import plan_program
 from flfun.compiler.passes import optimize
@@ -91,9 +92,10 @@ def compile_program(closed: ClosedProgram, device=None, donated: tuple = (), str
 
 
 def optimized(closed: ClosedProgram) -> tuple[Program, list]:
-    """``closed`` after the standard passes (cached on it with the registry version, which folding depends on)."""
+    """``closed`` after the standard passes and the loop rewrites (cached on it with the registry version, which
+    folding depends on)."""
     key = ("optimized", core.registry_version)
-    return once(closed.cache, key, lambda: optimize(closed.program, closed.consts))
+    return once(closed.cache, key, lambda: optimize_loops(*optimize(closed.program, closed.consts)))
 
 
 def plan_for(closed: ClosedProgram, backend: str, donated: tuple = (), strategy: str | None = None
@@ -104,7 +106,7 @@ def plan_for(closed: ClosedProgram, backend: str, donated: tuple = (), strategy:
         return None
     strategy = strategy or DEFAULT_STRATEGY
     key = ("plan", backend, core.registry_version, strategy, tuple(donated))
-    return once(closed.cache, key, lambda: plan_program(optimized(closed)[0], writes_out(backend), donated, strategy))
+    return once(closed.cache, key, lambda: plan_program(optimized(closed)[0], writes_out(backend, True), donated, strategy))
 
 
 def _compile_planned(closed: ClosedProgram, device, donated: tuple, strategy: str) -> Executable:

@@ -61,7 +61,8 @@ def listen(listener) -> Iterator[None]:
         for prim in list(core.PRIMITIVES.values()):
             for backend, impl in list(prim.impls.items()):
                 _saved[(prim, backend)] = (impl, wrapper := _wrap(prim, impl))
-                core.register_impl(prim, backend, wrapper)
+                # (a wrapped impl that writes out= keeps doing so: jit's plans stay what they are unrecorded)
+                core.register_impl(prim, backend, wrapper, writes_out=backend in prim.writes_out)
     _listeners.append(listener)
     try:
         yield

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 
-from flfun.core import Primitive, register_impl, short
+from flfun.core import Primitive, register_impl, register_lowering, short
 from flfun.ir import ClosedProgram, eval_program
+from flfun.compiler.bodies import lower_cond
+from flfun.compiler.executor import PLANNED
 from flfun.compiler.passes import partial_eval
 from flfun.primitives.base import moveaxis_to_front
 from flfun.primitives.common import Zero, is_undefined, is_zero, not_mapped, tangent_aval
@@ -41,6 +43,7 @@ def _cond_impl(backend, index, *vals, branches):
 
 for _b in ("numpy", "cupy"):
     register_impl(cond_p, _b, functools.partial(_cond_impl, _b))
+register_lowering(cond_p, PLANNED, lower_cond)      # under jit: each branch compiled once, into the planned buffers
 
 
 def _zeros(aval):

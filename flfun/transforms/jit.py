@@ -20,7 +20,7 @@ from flfun.array import Array
 from flfun.compiler.cache import CacheInfo, ProgramCache, pinned_bytes
 from flfun.compiler.executor import Executable, writes_out
 from flfun.compiler.liveness import plan_program
-from flfun.compiler.passes import optimize
+from flfun.compiler import pipeline
 from flfun.compiler.pipeline import DEFAULT_STRATEGY, compile_program, global_version
 from flfun.config import config
 from flfun.core import Tracer, trace_state, get_aval, short, wrap
@@ -277,7 +277,7 @@ class Lowered:
 
     def __init__(self, jitted: JitFunction, traced: _Traced, in_tree, device, donated):
         self.jitted, self.traced, self.in_tree, self.device, self.donated = jitted, traced, in_tree, device, donated
-        self.program, self.consts = optimize(traced.closed.program, traced.closed.consts)
+        self.program, self.consts = pipeline.optimized(traced.closed)
         self._plans: dict = {}
 
     @property
@@ -293,7 +293,8 @@ class Lowered:
     def plan_with(self, strategy: str) -> MemoryPlan:
         """The memory plan made by the named strategy."""
         if strategy not in self._plans:
-            self._plans[strategy] = plan_program(self.program, writes_out(self.device.backend), self.donated, strategy)
+            self._plans[strategy] = plan_program(self.program, writes_out(self.device.backend, True), self.donated,
+                                                 strategy)
         return self._plans[strategy]
 
     @property
@@ -369,7 +370,7 @@ def make_ir(fun: Callable, static_argnums: int | Sequence[int] = (), optimized: 
     def make(*args, **kwargs):
         traced = JitFunction(fun, static_argnums)._trace(args, kwargs)[0]
         if optimized:
-            return ClosedProgram(*optimize(traced.closed.program, traced.closed.consts))
+            return ClosedProgram(*pipeline.optimized(traced.closed))
         return traced.closed
     return make
 

@@ -13,8 +13,10 @@ import functools
 import numpy as np
 
 from flfun import dtypes
-from flfun.core import Primitive, ShapedArray, register_impl, short
+from flfun.core import Primitive, ShapedArray, register_impl, register_lowering, short
 from flfun.ir import ClosedProgram, Program, Var, eval_program
+from flfun.compiler.bodies import lower_scan, lower_while
+from flfun.compiler.executor import PLANNED
 from flfun.compiler.passes import partial_eval
 from flfun.primitives.base import instantiate, moveaxis, moveaxis_to_front
 from flfun.primitives.common import Zero, is_undefined, is_zero, not_mapped, tangent_aval
@@ -74,6 +76,7 @@ def _scan_impl(backend, *vals, body, num_consts, num_carry, length, reverse, unr
 
 for _b in ("numpy", "cupy"):
     register_impl(scan_p, _b, functools.partial(_scan_impl, _b))
+register_lowering(scan_p, PLANNED, lower_scan)     # under jit: the body compiled once, carries double-buffered
 
 
 def _scan_jvp(primals, tangents, *, body, num_consts, num_carry, length, reverse, unroll):
@@ -205,6 +208,7 @@ def _while_impl(backend, *vals, cond, body, cond_nconsts, body_nconsts):
 
 for _b in ("numpy", "cupy"):
     register_impl(while_p, _b, functools.partial(_while_impl, _b))
+register_lowering(while_p, PLANNED, lower_while)
 
 
 def _with_invars(closed: ClosedProgram, invars: list) -> ClosedProgram:

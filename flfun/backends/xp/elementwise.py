@@ -16,9 +16,13 @@ def rsqrt(xp, x, out=None):
     return xp.divide(1, r, out=r) if out is not None else 1 / r
 
 
-def logistic(xp, x):
-    e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+def logistic(xp, x, out=None):
+    e = xp.exp(-xp.abs(x))                       # (never overflows)
+    if xp.__name__ != "numpy":
+        return finish(xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False), out)
+    out = xp.empty(x.shape, x.dtype) if out is None else out
+    xp.divide(1, xp.add(e, 1, out=xp.empty_like(out)), out=out)
+    return xp.multiply(out, e, out=out, where=x < 0)     # e^x / (1 + e^x) for x < 0
 
 
 _erf_scalar = np.vectorize(math.erf, otypes=[float])
@@ -117,11 +121,11 @@ def impls(xp) -> dict:
     """name -> impl for ``xp``: its ufuncs bare (so the eager path stays lean and jit can pass ``out=``), the
     functions above with ``xp`` bound."""
     bound = {name: functools.partial(fn, xp) for name, fn in (
-        ("logistic", logistic), ("erf", erf), ("rem", rem), ("integer_pow", integer_pow), ("shift_left", shift_left),
+        ("erf", erf), ("rem", rem), ("integer_pow", integer_pow), ("shift_left", shift_left),
         ("shift_right_logical", shift_right_logical), ("clamp", clamp),
         ("convert_element_type", convert_element_type), ("stop_gradient", _identity))}
     writes = {name: WritesOut(functools.partial(fn, xp)) for name, fn in (
-        ("rsqrt", rsqrt), ("div", div), ("select_n", select_n))}
+        ("rsqrt", rsqrt), ("div", div), ("select_n", select_n), ("logistic", logistic))}
     return {**{name: getattr(xp, u) for name, u in UFUNCS.items()}, **bound, **writes,
             "round": WritesOut(xp.round)}
 

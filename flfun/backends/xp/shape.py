@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 from functools import partial
 
+from flfun.backends.xp.common import WritesOut
+
 
 def broadcast_in_dim(xp, x, *, shape, broadcast_dimensions):
     sizes = dict(zip(broadcast_dimensions, x.shape))
@@ -73,4 +75,5 @@ def impls(xp) -> dict:
             "squeeze": lambda x, *, dimensions: xp.squeeze(x, axis=dimensions),
             "expand_dims": lambda x, *, dimensions: xp.expand_dims(x, dimensions),
             "rev": lambda x, *, dimensions: xp.flip(x, axis=dimensions),
-            "concatenate": lambda *operands, dimension: xp.concatenate(operands, axis=dimension)}
+            "concatenate": WritesOut(lambda *operands, dimension, out=None: xp.concatenate(operands, axis=dimension,
+                                                                                          out=out))}
