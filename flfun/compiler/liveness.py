@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from flfun.ir import Eqn, Program, Var
 from flfun.memory.raw import ALIGNMENT
+from flfun.primitives.elementwise import optimization_barrier_p
 from flfun.memory.planner import STRATEGIES, BufferSpec, MemoryPlan, arena_size
 
 
@@ -77,8 +78,9 @@ def plan_program(program: Program, can_write_out: Callable[[Eqn], bool] = lambda
     for i, e in enumerate(program.eqns):
         in_roots = [var_roots[v.id] if type(v) is Var else frozenset() for v in e.inputs]
         if not can_write_out(e) or len(e.outputs) != 1:
-            for v in e.outputs:
-                fresh(v, "heap", i, frozenset().union(*in_roots))
+            barrier = e.prim is optimization_barrier_p        # output k is operand k
+            for k, v in enumerate(e.outputs):
+                fresh(v, "heap", i, in_roots[k] if barrier else frozenset().union(*in_roots))
             continue
         v = e.outputs[0]
         target = _inplace_target(e, i, v, in_roots, roots, v.id in outputs) if inplace else None
@@ -104,6 +106,8 @@ def _place(program: Program, roots: dict, var_roots: dict, last: dict, hits: int
                       _peak((b.start, b.end, b.size) for b in buffers),
                       _peak((i, max(last.get(v.id, i), i), v.aval.nbytes) for i, e in enumerate(program.eqns)
                             for v in e.outputs), hits, len(program.eqns), roots, var_roots, program)
+    remat = [e.params["remat"] for e in program.eqns if e.prim is optimization_barrier_p]
+    plan.recomputed_eqns, plan.recomputed_bytes = (sum(r[k] for r in remat) for k in (0, 1))
     plan.check()
     return plan
 
