@@ -28,7 +28,9 @@ from flfun.distributed.devices import (device_count, device_put, devices, local_
                                        local_devices, process_count, process_index, set_cpu_device_count)
 from flfun.distributed.sharded import ShardedArray, device_put_replicated, device_put_sharded  # noqa: E402
 from flfun.distributed.pmap import pmap  # noqa: E402
-from flfun import checkpoint, extend, nn, optim, random  # noqa: E402
+from flfun import extend, nn, optim, random, serialization  # noqa: E402
+from flfun.transforms import remat as ad_checkpoint  # noqa: E402  (jax.ad_checkpoint: checkpoint_name, ...)
+from flfun.transforms.remat import checkpoint, checkpoint_name, checkpoint_policies, remat  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = [
@@ -39,5 +41,6 @@ __all__ = [
     "numpy", "lax", "from_dlpack", "profile", "jit", "make_ir", "pmap", "distributed", "devices", "local_devices",
     "device_count", "local_device_count", "process_index", "process_count", "set_cpu_device_count", "device_put",
     "device_put_sharded", "device_put_replicated", "ShardedArray", "random", "nn", "optim", "checkpoint",
+    "remat", "checkpoint_name", "checkpoint_policies", "ad_checkpoint", "serialization",
     "custom_jvp", "custom_vjp", "extend",
 ]

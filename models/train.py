@@ -110,7 +110,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         if problem:
             parser.error(problem)
     if args.resume:
-        from flfun.checkpoint import CheckpointError, load_metadata
+        from flfun.serialization import CheckpointError, load_metadata
         try:
             load_metadata(os.path.join(args.checkpoint_dir, CKPT_NAME))
         except CheckpointError as e:
@@ -160,7 +160,7 @@ def make_optimizer(steps: int, lr: float, weight_decay: float, warmup: int):
 
 
 def _save(args, model, opt_state, step: int, losses: list, task: Task, total_steps: int) -> None:
-    from flfun import checkpoint
+    from flfun import serialization as checkpoint
     os.makedirs(args.checkpoint_dir, exist_ok=True)
     meta = {"model": args.model, "step": str(step), "seed": str(args.seed), "config": json.dumps(task.config),
             "total_steps": str(total_steps)}
@@ -172,7 +172,7 @@ def _save(args, model, opt_state, step: int, losses: list, task: Task, total_ste
 
 
 def _resume(args, model, opt_state):
-    from flfun import checkpoint
+    from flfun import serialization as checkpoint
     path = os.path.join(args.checkpoint_dir, CKPT_NAME)
     meta = checkpoint.load_metadata(path)
     if meta.get("model") != args.model:
@@ -245,7 +245,7 @@ def _setup(args: argparse.Namespace) -> Run:
     if args.jit and not use_jit:
         print("note: flfun.jit is not available in this build; training eagerly (--no-jit)", file=sys.stderr)
     if args.resume and args.steps is None:    # keep the schedule of the run being resumed
-        from flfun.checkpoint import load_metadata
+        from flfun.serialization import load_metadata
         steps = int(load_metadata(os.path.join(args.checkpoint_dir, CKPT_NAME)).get("total_steps", steps))
     model = task.init(fr.key(args.seed))
     opt = make_optimizer(steps, lr, wd, d["warmup"])
@@ -409,7 +409,7 @@ def train(args: argparse.Namespace) -> dict:
 def sample(args: argparse.Namespace) -> str:
     """Load the transformer or LSTM from ``--checkpoint-dir``; return ``--chars`` characters after ``--prompt``."""
     import flfun.random as fr
-    from flfun import checkpoint
+    from flfun import serialization as checkpoint
     from models import data as D
     from models import lstm as L
     from models import transformer as T
@@ -430,7 +430,7 @@ def sample(args: argparse.Namespace) -> str:
 
 
 def _restore(like, params: dict):
-    from flfun.checkpoint import CheckpointError, tree_paths
+    from flfun.serialization import CheckpointError, tree_paths
     from flfun.tree import tree_unflatten
     names, leaves, treedef = tree_paths(like)
     for n, leaf in zip(names, leaves):

@@ -1,4 +1,4 @@
-"""flfun.checkpoint: safetensors round trips, the on-disk format, atomic writes, corruption and mismatch errors."""
+"""flfun.serialization: safetensors round trips, the on-disk format, atomic writes, corruption and mismatch errors."""
 import dataclasses
 import json
 import os
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import flfun.numpy as fnp
-from flfun import checkpoint as ck
+from flfun import serialization as ck
 from flfun import nn, optim, random
 from flfun.tree import register_dataclass
 
@@ -229,7 +229,7 @@ def test_a_save_killed_midway_leaves_a_temp_file_that_the_next_save_removes(tmp_
     import subprocess
     import sys
     code = ("import os, signal, numpy as np\n"
-            "from flfun import checkpoint as ck\n"
+            "from flfun import serialization as ck\n"
             "real = os.replace\n"
             "os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"   # die between write and rename
             f"ck.save({str(tmp_path / 'c.safetensors')!r}, {{'w': np.ones(1000, np.float32)}})\n")

@@ -126,7 +126,7 @@ def test_train_command_outputs_checkpoint_and_resume(tmp_path, capsys):
     assert metrics["steps"] == 6 and metrics["model"] == "mlp" and 0 <= metrics["test_accuracy"] <= 1
     assert metrics["params"] == 64 * 256 + 256 + 256 * 256 + 256 + 2570
     assert os.path.getsize(os.path.join(out, "loss.png")) > 1000
-    from flfun import checkpoint
+    from flfun import serialization as checkpoint
     straight = checkpoint.load(os.path.join(ck, train.CKPT_NAME))
     # 3 steps, then resume for 3 more: the same parameters as 6 steps straight
     ck2 = str(tmp_path / "ck2")

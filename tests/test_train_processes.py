@@ -101,5 +101,5 @@ def test_under_mpiexec_a_signal_to_one_rank_stops_all_after_the_same_step(tmp_pa
     with open(out / "metrics.json") as f:
         m = json.load(f)
     assert m["interrupted"] and m["signal"] == "SIGTERM" and m["steps"] >= 5
-    from flfun.checkpoint import load_metadata
+    from flfun.serialization import load_metadata
     assert load_metadata(ckd / "checkpoint.safetensors")["step"] == str(m["steps"])

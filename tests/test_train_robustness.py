@@ -52,7 +52,7 @@ def test_a_signal_stops_after_the_step_and_writes_every_output(tmp_path, sig, co
     m = strict_json(out / "metrics.json")
     assert m["interrupted"] is True and m["signal"] == signal.Signals(sig).name and 5 <= m["steps"] < 1000000
     assert (out / "loss.png").exists() and len(strict_json(ckd / "losses.json")) == m["steps"]
-    from flfun.checkpoint import load_metadata
+    from flfun.serialization import load_metadata
     assert load_metadata(ckd / train.CKPT_NAME)["step"] == str(m["steps"])    # a checkpoint of the last step
 
 
@@ -113,7 +113,7 @@ def test_resume_from_a_corrupt_checkpoint_is_one_error_line(tmp_path):
 
 
 def test_resume_of_another_shape_is_one_error_line(tmp_path, monkeypatch):
-    from flfun import checkpoint
+    from flfun import serialization as checkpoint
     ckd = str(tmp_path / "ck")
     checkpoint.save(os.path.join(ckd, train.CKPT_NAME), {"model": {"w": np.ones(2)}}, {"model": "mlp", "step": "1"})
     with pytest.raises(SystemExit, match="error: --resume: .* does not fit this model: load: .* missing key"):

@@ -1,4 +1,4 @@
-"""Paths of flfun.nn, flfun.random, flfun.optim, flfun.testing and flfun.checkpoint that the rest of the suite
+"""Paths of flfun.nn, flfun.random, flfun.optim, flfun.testing and flfun.serialization that the rest of the suite
 never ran: initializer statistics, permutation/choice semantics, Module construction and repr, user-input errors."""
 import dataclasses
 import math
@@ -10,7 +10,7 @@ from peers import require
 
 import flfun
 import flfun.numpy as fnp
-from flfun import checkpoint, nn, optim, testing
+from flfun import nn, optim, serialization as checkpoint, testing
 from flfun import random as fr
 from flfun.nn import initializers as init
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import flfun.random as fr
-from flfun import checkpoint as ck
+from flfun import serialization as ck
 from flfun.tree import register_pytree_node
 from models import cnn, data, train
 from models import transformer as T

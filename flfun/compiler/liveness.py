@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from flfun.ir import Eqn, Program, Var
 from flfun.memory.raw import ALIGNMENT
+from flfun.primitives.elementwise import optimization_barrier_p
 from flfun.memory.planner import STRATEGIES, BufferSpec, MemoryPlan, arena_size
 
 
@@ -78,11 +79,12 @@ def plan_program(program: Program, can_write_out: Callable[[Eqn], bool] = lambda
         in_roots = [var_roots[v.id] if type(v) is Var else frozenset() for v in e.inputs]
         writes = can_write_out(e)
         if not writes or len(e.outputs) != 1:
-            for v in e.outputs:      # (a runner writing several results gives each its own buffer)
+            barrier = e.prim is optimization_barrier_p        # output k is operand k
+            for k, v in enumerate(e.outputs):      # (a runner writing several results gives each its own buffer)
                 if writes:
                     fresh(v, "output" if v.id in outputs else "arena", i, label=f"{v.aval.str_short()} {e.prim.name}")
                 else:
-                    fresh(v, "heap", i, frozenset().union(*in_roots))
+                    fresh(v, "heap", i, in_roots[k] if barrier else frozenset().union(*in_roots))
             continue
         v = e.outputs[0]
         target = _inplace_target(e, i, v, in_roots, roots, v.id in outputs) if inplace else None
@@ -108,6 +110,8 @@ def _place(program: Program, roots: dict, var_roots: dict, last: dict, hits: int
                       _peak((b.start, b.end, b.size) for b in buffers),
                       _peak((i, max(last.get(v.id, i), i), v.aval.nbytes) for i, e in enumerate(program.eqns)
                             for v in e.outputs), hits, len(program.eqns), roots, var_roots, program)
+    remat = [e.params["remat"] for e in program.eqns if e.prim is optimization_barrier_p]
+    plan.recomputed_eqns, plan.recomputed_bytes = (sum(r[k] for r in remat) for k in (0, 1))
     plan.check()
     return plan
 

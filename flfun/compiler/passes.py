@@ -13,6 +13,7 @@ import numpy as np
 
 from flfun.core import ShapedArray, eval_primitive
 from flfun.ir import ClosedProgram, Eqn, Literal, Program, Var, sub_programs
+from flfun.primitives.elementwise import optimization_barrier_p
 
 FOLD_MAX_BYTES = 16384     # fold equations with constant inputs whose outputs are at most this big
 
@@ -70,6 +71,8 @@ def inline_calls(program: Program, consts: list) -> tuple[Program, list]:
             ins = [a if type(a) is Literal else env[a.id] for a in e.inputs]
             inner = _call_param(e)
             if inner is not None:
+                if e.params.get("prevent_cse"):        # a remat body: never merged with the forward pass
+                    ins = _barrier(ins, eqns, e.params["recomputes"])
                 cvars = [Var(v.aval) for v in inner.program.constvars]
                 constvars.extend(cvars)
                 consts.extend(inner.consts)
@@ -83,6 +86,16 @@ def inline_calls(program: Program, consts: list) -> tuple[Program, list]:
 
     outvars = emit(program, {v.id: v for v in program.constvars + program.invars})
     return Program(constvars, list(program.invars), eqns, outvars), consts
+
+
+def _barrier(ins: list, eqns: list, recomputes: tuple) -> list:
+    """``ins`` passed through an ``optimization_barrier`` appended to ``eqns``."""
+    vs = [a for a in ins if type(a) is Var]
+    outs = [Var(v.aval) for v in vs]
+    if vs:
+        eqns.append(Eqn(optimization_barrier_p, tuple(vs), tuple(outs), {"remat": recomputes}))
+    it = iter(outs)
+    return [next(it) if type(a) is Var else a for a in ins]
 
 
 # ---------------------------------------------------------------------------------------------------- DCE
@@ -120,6 +133,8 @@ def cse(program: Program, consts: list) -> tuple[Program, list]:
     seen: dict = {}
 
     def rule(e: Eqn):
+        if e.prim is optimization_barrier_p:
+            return None
         prev = seen.setdefault((e.prim.name, id(e.prim), tuple(map(_key_atom, e.inputs)), _hashable(e.params)), e)
         return None if prev is e else prev.outputs
 

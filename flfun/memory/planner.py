@@ -123,7 +123,8 @@ class MemoryPlan:
     * ``naive_bytes``: the sum of all equations' outputs (an executor that never reuses memory);
     * ``arena_bytes``: the planned arena; ``no_reuse_bytes``: the arena buffers laid end to end;
     * ``lower_bound``: the most arena-buffer bytes live at one program point (no placement can beat it);
-    * ``peak_live_bytes``: like JAX's liveness figure, every equation output counted until its last use.
+    * ``peak_live_bytes``: like JAX's liveness figure, every equation output counted until its last use;
+    * ``recomputed_eqns``, ``recomputed_bytes``: what remat (``flfun.checkpoint``) bodies recompute.
     """
     strategy: str
     alignment: int
@@ -138,6 +139,8 @@ class MemoryPlan:
     roots: dict = field(repr=False)             # root id -> flfun.compiler.liveness.Root
     var_roots: dict[int, frozenset] = field(repr=False)
     program: Program | None = field(default=None, repr=False)
+    recomputed_eqns: int = 0
+    recomputed_bytes: int = 0
 
     def offset_of(self, var: Var) -> int | None:
         """The arena offset of ``var``'s buffer, or ``None`` if it does not live in the arena."""
@@ -176,7 +179,9 @@ class MemoryPlan:
         return (f"strategy {self.strategy}: arena {_fmt(self.arena_bytes)} = {self.arena_bytes / lb:.3f}x lower "
                 f"bound {_fmt(self.lower_bound)}, {self.arena_bytes / nv:.3f}x naive {_fmt(self.naive_bytes)} "
                 f"(arena buffers unshared {_fmt(self.no_reuse_bytes)}); {len(self.buffers)} buffers over "
-                f"{self.num_eqns} equations, {self.inplace_hits} in-place")
+                f"{self.num_eqns} equations, {self.inplace_hits} in-place" + (
+                    f"; remat recomputes {self.recomputed_eqns} equations ({_fmt(self.recomputed_bytes)})"
+                    if self.recomputed_eqns else ""))
 
     __str__ = totals
 

@@ -297,6 +297,14 @@ def stop_gradient(x):
     return tree_map(lambda a: bind(stop_gradient_p, a), x)
 
 
+# ------------------------------------------------------------------------------------- optimization_barrier
+# The identity on several values that the compiler never merges with another: jit puts one in front of each
+# inlined remat body, so CSE cannot fold a recomputation back into the original. ``remat``: (equations, bytes)
+# the body recomputes, for the memory plan's report.
+optimization_barrier_p = Primitive("optimization_barrier", multiple_results=True)
+optimization_barrier_p.def_abstract_eval(lambda *xs, remat=(0, 0): [ShapedArray(x.shape, x.dtype) for x in xs])
+
+
 
 __all__ = sorted(n for n, v in globals().items() if not n.startswith("_") and (
     isinstance(v, Primitive) or callable(v) and getattr(v, "__module__", None) == __name__))

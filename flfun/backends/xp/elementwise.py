@@ -106,6 +106,10 @@ def _identity(xp, x):
     return x
 
 
+def _barrier(xp, *xs, remat=(0, 0)):
+    return list(xs)
+
+
 # primitive name -> the ufunc's name in xp
 UFUNCS = {"neg": "negative", "abs": "absolute", "sign": "sign", "exp": "exp", "log": "log", "log1p": "log1p",
           "expm1": "expm1", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh",
@@ -123,7 +127,8 @@ def impls(xp) -> dict:
     bound = {name: functools.partial(fn, xp) for name, fn in (
         ("erf", erf), ("rem", rem), ("integer_pow", integer_pow), ("shift_left", shift_left),
         ("shift_right_logical", shift_right_logical), ("clamp", clamp),
-        ("convert_element_type", convert_element_type), ("stop_gradient", _identity))}
+        ("convert_element_type", convert_element_type), ("stop_gradient", _identity),
+        ("optimization_barrier", _barrier))}
     writes = {name: WritesOut(functools.partial(fn, xp)) for name, fn in (
         ("rsqrt", rsqrt), ("div", div), ("select_n", select_n), ("logistic", logistic))}
     return {**{name: getattr(xp, u) for name, u in UFUNCS.items()}, **bound, **writes,

@@ -40,7 +40,7 @@ def _safetensors():
     try:
         import safetensors.numpy
     except ImportError as e:
-        raise ImportError("flfun.checkpoint needs the safetensors package: pip install safetensors "
+        raise ImportError("flfun.serialization needs the safetensors package: pip install safetensors "
                           "(or pip install 'flfun[models]')") from e
     return safetensors
 
