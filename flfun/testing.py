@@ -40,7 +40,7 @@ def arrays(dtype, shape, *, low: float = -3.0, high: float = 3.0, unique: bool =
     """Strategy for numpy arrays of ``dtype`` and ``shape`` (a shape or a shape strategy) with finite values in
     ``[low, high]`` (integers: the same range clipped to the dtype; bools: anything)."""
     dt = dtypes.canonicalize(dtype)
-    if dt.kind == "f":   # draw in float64 and round, so any bounds work for every width
+    if dtypes.is_float(dt):   # draw in float64 and round, so any bounds work for every width
         elements = st.floats(low, high, allow_nan=False, allow_infinity=False)
         return hnp.arrays(np.float64, shape, elements=elements, unique=unique).map(lambda a: a.astype(dt))
     elements = (st.integers(max(int(low), int(np.iinfo(dt).min)), min(int(high), int(np.iinfo(dt).max)))
@@ -72,7 +72,7 @@ def _f64(x):
 
 def _rand_like(rng, x):
     x = np.asarray(x)
-    return rng.standard_normal(x.shape).astype(x.dtype) if x.dtype.kind == "f" else np.zeros_like(x)
+    return rng.standard_normal(x.shape).astype(x.dtype) if dtypes.is_float(x.dtype) else np.zeros_like(x)
 
 
 def _vdot(a, b) -> float:
@@ -94,8 +94,8 @@ def _jvp_at(f: Callable, args: Sequence, rng):
 def check_jvp(f: Callable, args: Sequence, *, eps: float | None = None, atol=1e-4, rtol=1e-3, seed=0) -> None:
     """jvp of ``f`` at ``args`` equals the central finite difference along a random direction."""
     args, tangents, _, t_out = _jvp_at(f, args, np.random.default_rng(seed))
-    eps = eps or (1e-6 if all(a.dtype != np.float32 for a in args if a.dtype.kind == "f") else 1e-3)
-    plus, minus = (tree_flatten(f(*[fnp.asarray((a + s * eps * t).astype(a.dtype)) if a.dtype.kind == "f"
+    eps = eps or (1e-6 if all(a.dtype != np.float32 for a in args if dtypes.is_float(a.dtype)) else 1e-3)
+    plus, minus = (tree_flatten(f(*[fnp.asarray((a + s * eps * t).astype(a.dtype)) if dtypes.is_float(a.dtype)
                                     else fnp.asarray(a) for a, t in zip(args, tangents)]))[0] for s in (1, -1))
     fd = [(_f64(p) - _f64(m)) / (2 * eps) for p, m in zip(plus, minus)]
     _assert_close("jvp vs finite differences", tree_flatten(t_out)[0], fd, atol, rtol)
