@@ -34,6 +34,8 @@ def canonicalize(dtype) -> np.dtype:
     """The numpy dtype for ``dtype`` ('float32', np.float32, float, ...), or a clear error if unsupported."""
     if isinstance(dtype, type) and dtype in _PY_TYPES:
         return _PY_TYPES[dtype]
+    if dtype == "bfloat16":                  # numpy does not know ml_dtypes' names
+        return bfloat16
     try:
         dt = np.dtype(dtype)
     except TypeError:
