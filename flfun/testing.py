@@ -48,6 +48,12 @@ def arrays(dtype, shape, *, low: float = -3.0, high: float = 3.0, unique: bool =
     return hnp.arrays(dt, shape, elements=elements, unique=unique)
 
 
+def float_dtypes(low_precision: bool = True):
+    """Strategy for floating-point dtypes: float32, float64 and, with ``low_precision``, bfloat16 and float16;
+    ``arrays(draw(float_dtypes()), (3,))`` then draws arrays of that dtype."""
+    return st.sampled_from([dtypes.float32, dtypes.float64, *(dtypes.LOW_PRECISION if low_precision else ())])
+
+
 def broadcastable_shapes(num_shapes: int = 2, min_dims: int = 0, max_dims: int = 3, max_side: int = 4):
     """Strategy for tuples of mutually broadcastable shapes (and their broadcast result as the last item)."""
     return hnp.mutually_broadcastable_shapes(num_shapes=num_shapes, min_dims=min_dims, max_dims=max_dims,
@@ -156,5 +162,5 @@ def check_vmap(f: Callable, args: Sequence, in_axes=0, *, atol=1e-6, rtol=1e-6) 
                   tree_flatten(expected)[0], atol, rtol)
 
 
-__all__ = ["shapes", "arrays", "broadcastable_shapes", "valid_axes", "check_grads", "check_jvp", "check_vjp",
+__all__ = ["shapes", "arrays", "float_dtypes", "broadcastable_shapes", "valid_axes", "check_grads", "check_jvp", "check_vjp",
            "check_vmap"]
