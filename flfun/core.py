@@ -471,7 +471,7 @@ def to_array(x, dtype=None) -> Array:
     if dtype is None and type(x) in (int, float, bool):
         dtype = dtypes.scalar_dtype(x)
     value = np.array(x, dtype=dtype, copy=True)
-    if value.dtype.kind not in "biuf":      # strings, complex, objects, dates
+    if dtypes.kind(value.dtype) not in "biuf":      # strings, complex, objects, dates
         raise TypeError(f"{type(x).__name__} is not a valid flfun array type (dtype {value.dtype}): {x!r:.80}")
     return wrap(dev.put(value), dev)
 

@@ -3,22 +3,28 @@
 flfun uses numpy's dtype objects. Promotion follows the array API standard; where the standard is silent
 (integer with float, signed with 64-bit unsigned) flfun keeps the float (``int32 + float32 -> float32``) as JAX
 does. Python scalars are *weak*: they take the dtype of the array they meet (``f32 * 2.0 -> f32``).
+``bfloat16`` is ml_dtypes' (as in JAX); its numpy kind is ``'V'``, so code asks ``kind(d)``, never ``d.kind``.
 """
 from __future__ import annotations
 
 import functools
 
+import ml_dtypes
 import numpy as np
 
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
 
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
-SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64)
+SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64,
+             bfloat16)
 _SHORT = {d: "bool" if d == bool_ else f"{d.kind}{d.itemsize * 8}" for d in SUPPORTED}   # f32, i64, u8, ...
+_SHORT[bfloat16] = "bf16"
+LOW_PRECISION = (bfloat16, float16)           # computed in, and accumulated to, float32 where JAX does
 
 
 _PY_TYPES = {float: DEFAULT_FLOAT, int: DEFAULT_INT, bool: bool_}
@@ -28,6 +34,8 @@ def canonicalize(dtype) -> np.dtype:
     """The numpy dtype for ``dtype`` ('float32', np.float32, float, ...), or a clear error if unsupported."""
     if isinstance(dtype, type) and dtype in _PY_TYPES:
         return _PY_TYPES[dtype]
+    if dtype == "bfloat16":                  # numpy does not know ml_dtypes' names
+        return bfloat16
     try:
         dt = np.dtype(dtype)
     except TypeError:
@@ -41,8 +49,14 @@ def short_name(dtype) -> str:
     return _SHORT.get(np.dtype(dtype), str(dtype))
 
 
+def kind(dtype) -> str:
+    """numpy's kind letter, with ``'f'`` for bfloat16 too: ``kind(bfloat16) == 'f'``."""
+    dt = np.dtype(dtype)
+    return "f" if dt == bfloat16 else dt.kind
+
+
 def is_float(dtype) -> bool:
-    return np.dtype(dtype).kind == "f"
+    return kind(dtype) == "f"
 
 
 def is_int(dtype) -> bool:
@@ -71,10 +85,13 @@ def scalar_dtype(x) -> np.dtype:
 
 
 def _promote_strong(a: np.dtype, b: np.dtype) -> np.dtype:
-    if a.kind == "f" and b.kind != "f":
+    if kind(a) == "f" and kind(b) != "f":
         return a                               # integer or bool with float: keep the float (JAX's choice)
-    if b.kind == "f" and a.kind != "f":
+    if kind(b) == "f" and kind(a) != "f":
         return b
+    if a in LOW_PRECISION or b in LOW_PRECISION:   # bf16 with f16 meet at f32, as in JAX's lattice
+        return a if a == b else np.promote_types(float32 if a in LOW_PRECISION else a,
+                                                 float32 if b in LOW_PRECISION else b)
     out = np.promote_types(a, b)
     return DEFAULT_FLOAT if out.kind == "f" and a.kind != "f" else out   # int64 with uint64 has no integer home
 
@@ -90,7 +107,7 @@ def result_type(*dtypes_and_weak: tuple[np.dtype, bool]) -> tuple[np.dtype, bool
     if not strong:
         return out, True
     for d in weak:
-        if d.kind == "f" and out.kind != "f":
+        if d.kind == "f" and kind(out) != "f":
             out = DEFAULT_FLOAT
         elif d.kind in "iu" and out.kind == "b":
             out = DEFAULT_INT

@@ -108,7 +108,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     pa = get_aval(pred)
     if pa.shape != ():
         raise TypeError(f"cond: the predicate must be a scalar, got {short(pa)}")
-    if pa.dtype.kind not in "biuf":
+    if dtypes.kind(pa.dtype) not in "biuf":
         raise TypeError(f"cond: the predicate must be boolean or numeric, got {short(pa)}")
     if pa.dtype != dtypes.bool_:
         pred = ne(pred, convert_element_type(0, pa.dtype))

@@ -19,11 +19,14 @@ from typing import Any
 
 import numpy as np
 
+from flfun import dtypes
 from flfun.array import Array
 from flfun.tree import PyTreeDef, tree_flatten, tree_unflatten
 
 _DTYPES = frozenset(map(np.dtype, ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-                                   "uint16", "uint32", "uint64", "bool"]))
+                                   "uint16", "uint32", "uint64", "bool"])) | {dtypes.bfloat16}
+_FILE_DTYPES = {"BOOL": dtypes.bool_, "BF16": dtypes.bfloat16,     # safetensors' names (the header's "dtype")
+                **{f"{d.kind.upper()}{8 * d.itemsize}": d for d in _DTYPES if d.kind in "iuf"}}
 
 
 _ORDER = "flfun.names"   # metadata key: the saved tree's leaf names in order (safetensors sorts its tensors)
@@ -179,10 +182,11 @@ def _read(path: str) -> tuple[dict, dict[str, np.ndarray]]:
     except OSError as e:
         raise CheckpointError(f"load: cannot read checkpoint {path!r}: {e.strerror}") from None
     try:
-        arrays = st.numpy.load(blob)
+        arrays = {k: np.frombuffer(v["data"], _FILE_DTYPES[v["dtype"]]).reshape(v["shape"])
+                  for k, v in st.deserialize(blob)}
     except st.SafetensorError as e:
         raise CheckpointError(f"load: {path!r} is corrupt, truncated or not a safetensors file: {e}") from None
-    except KeyError as e:   # a dtype numpy lacks, such as BF16
+    except KeyError as e:   # a dtype flfun lacks, such as F8_E4M3
         raise CheckpointError(f"load: {path!r} holds unsupported dtype {e}") from None
     header, data = _split(blob)
     meta = header.get("__metadata__") or {}

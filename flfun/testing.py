@@ -40,12 +40,18 @@ def arrays(dtype, shape, *, low: float = -3.0, high: float = 3.0, unique: bool =
     """Strategy for numpy arrays of ``dtype`` and ``shape`` (a shape or a shape strategy) with finite values in
     ``[low, high]`` (integers: the same range clipped to the dtype; bools: anything)."""
     dt = dtypes.canonicalize(dtype)
-    if dt.kind == "f":   # draw in float64 and round, so any bounds work for every width
+    if dtypes.is_float(dt):   # draw in float64 and round, so any bounds work for every width
         elements = st.floats(low, high, allow_nan=False, allow_infinity=False)
         return hnp.arrays(np.float64, shape, elements=elements, unique=unique).map(lambda a: a.astype(dt))
     elements = (st.integers(max(int(low), int(np.iinfo(dt).min)), min(int(high), int(np.iinfo(dt).max)))
                 if dt.kind in "iu" else st.booleans())
     return hnp.arrays(dt, shape, elements=elements, unique=unique)
+
+
+def float_dtypes(low_precision: bool = True):
+    """Strategy for floating-point dtypes: float32, float64 and, with ``low_precision``, bfloat16 and float16;
+    ``arrays(draw(float_dtypes()), (3,))`` then draws arrays of that dtype."""
+    return st.sampled_from([dtypes.float32, dtypes.float64, *(dtypes.LOW_PRECISION if low_precision else ())])
 
 
 def broadcastable_shapes(num_shapes: int = 2, min_dims: int = 0, max_dims: int = 3, max_side: int = 4):
@@ -72,7 +78,7 @@ def _f64(x):
 
 def _rand_like(rng, x):
     x = np.asarray(x)
-    return rng.standard_normal(x.shape).astype(x.dtype) if x.dtype.kind == "f" else np.zeros_like(x)
+    return rng.standard_normal(x.shape).astype(x.dtype) if dtypes.is_float(x.dtype) else np.zeros_like(x)
 
 
 def _vdot(a, b) -> float:
@@ -94,8 +100,8 @@ def _jvp_at(f: Callable, args: Sequence, rng):
 def check_jvp(f: Callable, args: Sequence, *, eps: float | None = None, atol=1e-4, rtol=1e-3, seed=0) -> None:
     """jvp of ``f`` at ``args`` equals the central finite difference along a random direction."""
     args, tangents, _, t_out = _jvp_at(f, args, np.random.default_rng(seed))
-    eps = eps or (1e-6 if all(a.dtype != np.float32 for a in args if a.dtype.kind == "f") else 1e-3)
-    plus, minus = (tree_flatten(f(*[fnp.asarray((a + s * eps * t).astype(a.dtype)) if a.dtype.kind == "f"
+    eps = eps or (1e-6 if all(a.dtype != np.float32 for a in args if dtypes.is_float(a.dtype)) else 1e-3)
+    plus, minus = (tree_flatten(f(*[fnp.asarray((a + s * eps * t).astype(a.dtype)) if dtypes.is_float(a.dtype)
                                     else fnp.asarray(a) for a, t in zip(args, tangents)]))[0] for s in (1, -1))
     fd = [(_f64(p) - _f64(m)) / (2 * eps) for p, m in zip(plus, minus)]
     _assert_close("jvp vs finite differences", tree_flatten(t_out)[0], fd, atol, rtol)
@@ -156,5 +162,5 @@ def check_vmap(f: Callable, args: Sequence, in_axes=0, *, atol=1e-6, rtol=1e-6) 
                   tree_flatten(expected)[0], atol, rtol)
 
 
-__all__ = ["shapes", "arrays", "broadcastable_shapes", "valid_axes", "check_grads", "check_jvp", "check_vjp",
+__all__ = ["shapes", "arrays", "float_dtypes", "broadcastable_shapes", "valid_axes", "check_grads", "check_jvp", "check_vjp",
            "check_vmap"]

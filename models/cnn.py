@@ -70,8 +70,8 @@ def init(key) -> CNN:
 
 
 def loss_fn(model: CNN, x, y, key=None):
-    """Mean softmax cross-entropy of the batch."""
-    return nn.softmax_cross_entropy(model(x), y)
+    """Mean softmax cross-entropy of the batch (in float32 whatever the compute dtype)."""
+    return nn.softmax_cross_entropy(model(x).astype(fnp.float32), y)
 
 
 def accuracy(model, x, y) -> float:

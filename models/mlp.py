@@ -19,8 +19,8 @@ def logits(model: nn.MLP, x, *, key=None):
 
 
 def loss_fn(model: nn.MLP, x, y, key=None):
-    """Mean softmax cross-entropy of the batch."""
-    return nn.softmax_cross_entropy(logits(model, x), y)
+    """Mean softmax cross-entropy of the batch (in float32 whatever the compute dtype)."""
+    return nn.softmax_cross_entropy(logits(model, x).astype(fnp.float32), y)
 
 
 def accuracy(model, x, y) -> float:

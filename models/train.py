@@ -86,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", type=_positive(int), help="data parallel over N CPU devices (per process) with "
                    "pmap; under mpiexec every process joins (see models/data_parallel.py)")
     p.add_argument("--zero", action="store_true", help="data parallel with the optimizer state sharded (ZeRO-1)")
+    p.add_argument("--precision", choices=("f32", "bf16", "f16"), default="f32", help="compute dtype; bf16/f16 "
+                   "keep float32 master weights and optimizer state, f16 scales the loss (models/precision.py)")
     p.add_argument("--prompt", default="def ", help="sample: text to continue (default 'def ')")
     p.add_argument("--chars", type=_positive(int), default=300, help="sample: characters to generate")
     p.add_argument("--temperature", type=_positive(float), default=0.8, help="sample: softmax temperature")
@@ -124,16 +126,19 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 # ---------------------------------------------------------------------------------------------------- training
-def make_step(loss_fn: Callable, opt, use_jit: bool, skip_nonfinite: bool = False) -> Callable:
+def make_step(loss_fn: Callable, opt, use_jit: bool, skip_nonfinite: bool = False, precision: str = "f32") -> Callable:
     """One training step ``(model, opt_state, x, y) -> (model, opt_state, loss)``, jitted if asked and possible.
 
     With ``skip_nonfinite`` it returns ``(model, opt_state, loss, ok)`` and, where the loss or a gradient is not
-    finite (``ok`` false), the model and optimizer state it was given.
+    finite (``ok`` false), the model and optimizer state it was given. ``precision`` 'bf16'/'f16' computes in
+    that dtype (f16 with loss scaling, which skips overflowing steps itself; see ``models/precision.py``).
     """
     import flfun
     import flfun.numpy as fnp
     from flfun import optim
     from flfun.tree import tree_leaves, tree_map
+    from models import precision as mixed
+    loss_fn = mixed.in_compute_dtype(loss_fn, mixed.POLICIES[precision])
 
     def step(model, opt_state, x, y):
         loss, grads = flfun.value_and_grad(loss_fn)(model, x, y)
@@ -147,6 +152,8 @@ def make_step(loss_fn: Callable, opt, use_jit: bool, skip_nonfinite: bool = Fals
         keep = lambda new, old: fnp.where(ok, new, old)   # noqa: E731
         return tree_map(keep, new_model, model), tree_map(keep, new_state, opt_state), loss, ok
 
+    if precision == "f16":
+        step = mixed.loss_scaled_step(loss_fn, opt)
     if use_jit and hasattr(flfun, "jit"):
         return flfun.jit(step)
     return step
@@ -237,6 +244,7 @@ def _setup(args: argparse.Namespace) -> Run:
     import flfun
     import flfun.random as fr
     from models import data_parallel
+    from models import precision as mixed
     task = make_task(args.model, args.seed)
     d = task.defaults
     steps, bs, lr = args.steps or d["steps"], args.batch_size or d["batch_size"], args.lr or d["lr"]
@@ -249,17 +257,17 @@ def _setup(args: argparse.Namespace) -> Run:
         steps = int(load_metadata(os.path.join(args.checkpoint_dir, CKPT_NAME)).get("total_steps", steps))
     model = task.init(fr.key(args.seed))
     opt = make_optimizer(steps, lr, wd, d["warmup"])
-    opt_state = opt.init(model)
+    opt_state = mixed.init_state(opt, model, args.precision)
     start, losses = 0, []
     if args.resume:
         model, opt_state, start, losses = _resume(args, model, opt_state)
         if start >= steps:
             print(f"checkpoint is already at step {start} >= --steps {steps}; evaluating only")
     run = Run(args, task, steps, bs, lr, wd, args.out or os.path.join("runs", args.model), use_jit, model,
-              opt_state, start, losses, make_step(task.loss_fn, opt, use_jit, args.skip_nonfinite))
+              opt_state, start, losses, make_step(task.loss_fn, opt, use_jit, args.skip_nonfinite, args.precision))
     if args.devices or args.zero or data_parallel.launched_by_mpiexec():
-        if args.skip_nonfinite:
-            raise SystemExit("error: --skip-nonfinite is not supported with data parallelism yet")
+        if args.skip_nonfinite or args.precision != "f32":
+            raise SystemExit("error: --skip-nonfinite and --precision are not supported with data parallelism yet")
         run.parallel = True
         run.step_fn, run.opt_state, run.main_rank = data_parallel.attach(
             args, task.loss_fn, opt, model, opt_state, (steps, lr, wd, d["warmup"]), bs)
@@ -336,7 +344,7 @@ def _loop(run: Run, stop: StopFlag) -> int:
             if abs(fit - run.steps) > 0.1 * run.steps and step + 1 < 0.8 * run.steps:
                 run.steps = fit
                 opt = make_optimizer(run.steps, run.lr, run.wd, d["warmup"])
-                run.step_fn = make_step(run.task.loss_fn, opt, run.use_jit, args.skip_nonfinite)
+                run.step_fn = make_step(run.task.loss_fn, opt, run.use_jit, args.skip_nonfinite, args.precision)
                 if bar is not None:
                     bar.total = run.steps
             if (step + 1 - run.start) % (5 * _CALIBRATION_STEPS) == 0:
@@ -371,6 +379,7 @@ def train(args: argparse.Namespace) -> dict:
     metrics say why the run ended (``interrupted``, ``signal``, ``diverged``).
     """
     from flfun.nn import count_params
+    from models import precision as mixed
     t_start = time.perf_counter()
     run = _setup(args)
     with StopFlag() as stop:
@@ -391,6 +400,7 @@ def train(args: argparse.Namespace) -> dict:
             "interrupted": run.signal is not None, "signal": run.signal, "diverged": run.diverged,
             "skipped_nonfinite_steps": run.skipped, "steps_planned": run.steps_planned,
             "time_limit_s": run.time_limit, "params": count_params(run.model), "config": run.task.config,
+            **mixed.report(run.opt_state, args.precision),
             "final_train_loss": float(np.mean(tail)) if tail else None,
             **metrics,
             "train_time_s": round(run.train_time, 3), "eval_time_s": round(eval_time, 3),

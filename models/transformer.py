@@ -99,8 +99,9 @@ def init(key, cfg: GPTConfig = GPTConfig()) -> GPT:
 
 
 def loss_fn(model: GPT, x, y, key=None):
-    """Mean next-character cross-entropy (nats) over all ``B*T`` positions."""
-    return nn.softmax_cross_entropy(model(x), y)
+    """Mean next-character cross-entropy (nats) over all ``B*T`` positions (in float32 whatever the compute
+    dtype)."""
+    return nn.softmax_cross_entropy(model(x).astype(fnp.float32), y)
 
 
 def sample_windows(text: np.ndarray, starts: np.ndarray, seq_len: int) -> tuple[np.ndarray, np.ndarray]:

@@ -74,7 +74,7 @@ def isdtype(dtype, kind) -> bool:
     if isinstance(kind, str):
         if kind not in _KINDS:
             raise ValueError(f"isdtype: unknown kind {kind!r}; expected one of {', '.join(_KINDS)} or a dtype")
-        return dt.kind in _KINDS[kind]
+        return dtypes.kind(dt) in _KINDS[kind]
     return dt == dtypes.canonicalize(kind)
 
 

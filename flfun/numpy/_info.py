@@ -4,7 +4,7 @@ from flfun import dtypes
 
 __all__ = ["__array_namespace_info__"]
 
-_ALL = {dt.name: dt for dt in dtypes.SUPPORTED}
+_ALL = {dt.name: dt for dt in dtypes.SUPPORTED if dt != dtypes.bfloat16}   # bf16 is no array-API dtype
 _KIND_NAMES = ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating",
                "numeric")
 

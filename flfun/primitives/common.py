@@ -59,7 +59,7 @@ _KINDS = {"float": ("f", "floating"), "int": ("iu", "integer"), "bool": ("b", "b
 def check_kinds(op: str, kinds: str, *avals) -> None:
     allowed, what = _KINDS[kinds]
     for a in avals:
-        if a.dtype.kind not in allowed:
+        if dtypes.kind(a.dtype) not in allowed:
             raise TypeError(f"{op}: requires {what} operands, got {short(a)}")
 
 

@@ -28,7 +28,7 @@ def params(fn: str, key, shape, dtype, **arrays):
     """The checked key, the sample shape (default: the broadcast of ``arrays``' shapes), the float dtype and
     ``arrays`` as float arrays of that dtype."""
     key, dt = check_key(key, fn), dtypes.canonicalize(dtype)
-    if dt.kind != "f":
+    if not dtypes.is_float(dt):
         raise ValueError(f"{fn}: dtype must be a floating-point type, got {dt}")
     arrays = {k: fnp.asarray(v, dtype=dt) for k, v in arrays.items()}
     if shape is None:

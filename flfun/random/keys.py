@@ -85,7 +85,7 @@ def canonical_shape(shape, fn: str) -> tuple[int, ...]:
 def sample_args(key, shape, dtype, fn: str, kinds: str = "f"):
     """The checked ``key``, canonical ``shape`` and a ``dtype`` whose kind is in ``kinds``."""
     key, shape, dt = check_key(key, fn), canonical_shape(shape, fn), dtypes.canonicalize(dtype)
-    if dt.kind not in kinds:
+    if dtypes.kind(dt) not in kinds:
         raise ValueError(f"{fn}: dtype must be {_KINDS[kinds]}, got {dt}")
     return key, shape, dt
 

@@ -13,6 +13,7 @@ recorded as well. Tests compare tape gradients with linearize + transpose for ev
 """
 from __future__ import annotations
 
+from flfun import dtypes
 from flfun.core import trace_state, get_aval, wrap
 from flfun.primitives.rules import UndefinedPrimal, Zero, instantiate, is_zero, unbroadcast
 from flfun.primitives.elementwise import add
@@ -76,13 +77,13 @@ def tape_vjp_flat(f, primals: list):
             acc[id(x)] = ct if prev is None else add(prev, ct)
 
         for o, ct in zip(outs, cts):
-            if id(o) in tape.index and ct is not None and not is_zero(ct) and o.dtype.kind == "f":
+            if id(o) in tape.index and ct is not None and not is_zero(ct) and dtypes.is_float(o.dtype):
                 accumulate(o, ct)
         for prim, params, args, node_outs, watched in reversed(tape.nodes):
             if acc.keys().isdisjoint(map(id, node_outs)):
                 continue
             node_cts = [acc.pop(id(o), None) for o in node_outs]
-            need = [i for i, w in enumerate(watched) if w and args[i].dtype.kind == "f"]
+            need = [i for i, w in enumerate(watched) if w and dtypes.is_float(args[i].dtype)]
             for i, ct in node_vjp(prim, params, args, node_outs, node_cts, need).items() if need else ():
                 if ct is not None and not is_zero(ct):
                     accumulate(args[i], ct)

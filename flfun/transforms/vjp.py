@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from flfun import dtypes
 from flfun.array import Array
 from flfun.config import config
 from flfun.core import trace_state, get_aval, wrap
@@ -55,7 +56,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
             raise ValueError(f"vjp: cotangent structure {ct_tree} does not match the output's {out_tree[0]}")
         ct_leaves = [leaf_like(c, a) for c, a in zip(ct_leaves, out_avals)]
         for i, (ca, a) in enumerate(zip(map(get_aval, ct_leaves), out_avals)):
-            if ca.shape != a.shape or (a.dtype.kind == "f" and ca.dtype != a.dtype):
+            if ca.shape != a.shape or (dtypes.is_float(a.dtype) and ca.dtype != a.dtype):
                 raise ValueError(f"vjp: cotangent {i} has aval {ca.str_short()} but the output has {a.str_short()}; "
                                  f"they must match")
         return tree_unflatten(p_tree, [instantiate(c) for c in f_vjp_flat(ct_leaves)])
@@ -98,8 +99,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
             leaves, tree = tree_flatten(tuple(args[n] for n in nums))
         for leaf in leaves:
             dt = leaf.dtype if isinstance(leaf, Array) else get_aval(leaf).dtype
-            if dt.kind != "f":
-                n = next(n for n in nums if any(get_aval(x).dtype.kind != "f" for x in tree_leaves(args[n])))
+            if not dtypes.is_float(dt):
+                n = next(n for n in nums if any(not dtypes.is_float(get_aval(x).dtype) for x in tree_leaves(args[n])))
                 raise TypeError(f"grad: argument {n} has dtype {dt}; grad requires floating-point inputs "
                                 f"(cast with .astype or differentiate other argnums)")
         aux_box = []
@@ -111,7 +112,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
             return [out]
         (out,), f_vjp = vjp_flat(flat_f, leaves)
         aval = get_aval(out) if isinstance(out, Array) or type(out) in (int, float) else None
-        if aval is None or aval.shape != () or aval.dtype.kind != "f":
+        if aval is None or aval.shape != () or not dtypes.is_float(aval.dtype):
             what = aval.str_short() if aval is not None else f"a {type(out).__name__}"
             raise TypeError(f"grad: the function must return a float scalar, got {what}; use jacrev or vjp "
                             f"for non-scalar outputs")

@@ -8,7 +8,7 @@ import operator
 
 import numpy as np
 
-from flfun.backends.xp.common import WritesOut, finish
+from flfun.backends.xp.common import WritesOut, finish, in_float32
 
 
 def rsqrt(xp, x, out=None):
@@ -132,7 +132,7 @@ def impls(xp) -> dict:
     writes = {name: WritesOut(functools.partial(fn, xp)) for name, fn in (
         ("rsqrt", rsqrt), ("div", div), ("select_n", select_n), ("logistic", logistic))}
     return {**{name: getattr(xp, u) for name, u in UFUNCS.items()}, **bound, **writes,
-            "round": WritesOut(xp.round)}
+            "round": WritesOut(in_float32(xp, xp.round))}      # numpy has no bfloat16 round
 
 
 def _bitselect(xp, which, on_false, on_true, out):

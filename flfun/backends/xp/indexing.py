@@ -10,6 +10,7 @@ import operator
 
 import numpy as np
 
+from flfun import dtypes
 
 
 def default_fill(dtype):
@@ -17,11 +18,11 @@ def default_fill(dtype):
     dtype = np.dtype(dtype)
     if dtype.kind in "iu":
         return np.iinfo(dtype).min if dtype.kind == "i" else np.iinfo(dtype).max
-    return np.nan if dtype.kind == "f" else True
+    return np.nan if dtypes.is_float(dtype) else True
 
 
 _WIDER = {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "uint32", "uint16": "uint32",
-          "float16": "float32"}
+          "float16": "float32", "bfloat16": "float32"}
 
 
 @functools.lru_cache(maxsize=1024)

@@ -15,7 +15,7 @@ import itertools
 import string
 from math import prod
 
-from flfun.backends.xp.common import WritesOut, finish
+from flfun.backends.xp.common import WritesOut, finish, in_float32
 from flfun.primitives.linalg import conv_output_shape
 
 
@@ -214,5 +214,5 @@ def conv(xp, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, d
 
 def impls(xp) -> dict:
     """name -> impl for ``xp``."""
-    return {"dot_general": WritesOut(functools.partial(dot_general, xp)),
-            "conv_general_dilated": WritesOut(functools.partial(conv, xp))}
+    return {"dot_general": WritesOut(in_float32(xp, functools.partial(dot_general, xp))),
+            "conv_general_dilated": WritesOut(in_float32(xp, functools.partial(conv, xp)))}

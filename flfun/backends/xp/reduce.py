@@ -6,12 +6,14 @@ from functools import partial
 
 import numpy as np
 
-from flfun.backends.xp.common import WritesOut, finish
+from flfun import dtypes
+
+from flfun.backends.xp.common import WritesOut, finish, in_float32
 
 
 def reduction_identity(dtype, biggest: bool):
     """The identity of reduce_min (``biggest``) or reduce_max over ``dtype``: +-inf, an integer bound or a bool."""
-    if dtype.kind == "f":
+    if dtype.kind == "f" or dtype == dtypes.bfloat16:
         return float("inf") if biggest else float("-inf")
     if dtype.kind == "b":
         return biggest
@@ -71,7 +73,8 @@ def impls(xp) -> dict:
            "reduce_or": lambda x, *, axes, out=None: xp.any(x, axis=axes, out=out),
            "reduce_and": lambda x, *, axes, out=None: xp.all(x, axis=axes, out=out),
            **{name: partial(scan, xp, _cumulative(xp, name)) for name in ("cumsum", "cumprod", "cummax", "cummin")}}
-    return {name: WritesOut(fn) for name, fn in out.items()} | {
+    low = ("reduce_sum", "reduce_prod", "cumsum", "cumprod")     # accumulate bf16/f16 in float32, as JAX does
+    return {name: WritesOut(in_float32(xp, fn) if name in low else fn) for name, fn in out.items()} | {
         "argmax": lambda x, *, axis, index_dtype: xp.argmax(x, axis=axis).astype(index_dtype),
         "argmin": lambda x, *, axis, index_dtype: xp.argmin(x, axis=axis).astype(index_dtype),
     }
