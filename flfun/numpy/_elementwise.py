@@ -172,13 +172,9 @@ asin, acos, atan = arcsin, arccos, arctan
 log2 = _float_unary(lambda x: lax.div(lax.log(x), _const(x, np.log(2.0))), "log2", "Base-2 logarithm.")
 log10 = _float_unary(lambda x: lax.div(lax.log(x), _const(x, np.log(10.0))), "log10", "Base-10 logarithm.")
 exp2 = _float_unary(lambda x: lax.pow(_const(x, 2), x), "exp2", "``2 ** x`` (exact at integers).")
-asinh = arcsinh = _float_unary(lambda x: lax.log(lax.add(x, lax.sqrt(lax.add(lax.mul(x, x), _const(x, 1))))),
-                               "arcsinh", "Inverse hyperbolic sine.")
-acosh = arccosh = _float_unary(lambda x: lax.log(lax.add(x, lax.sqrt(lax.sub(lax.mul(x, x), _const(x, 1))))),
-                               "arccosh", "Inverse hyperbolic cosine.")
-atanh = arctanh = _float_unary(lambda x: lax.mul(_const(x, 0.5), lax.log(lax.div(lax.add(_const(x, 1), x),
-                                                                                  lax.sub(_const(x, 1), x)))),
-                               "arctanh", "Inverse hyperbolic tangent.")
+asinh = arcsinh = _float_unary(lax.asinh, "arcsinh", "Inverse hyperbolic sine: ``fnp.asinh(-1e10) == -23.72...``.")
+acosh = arccosh = _float_unary(lax.acosh, "arccosh", "Inverse hyperbolic cosine (nan below 1).")
+atanh = arctanh = _float_unary(lax.atanh, "arctanh", "Inverse hyperbolic tangent (keeps a zero's sign).")
 reciprocal = _float_unary(lambda x: lax.div(_const(x, 1), x), "reciprocal", "Elementwise ``1 / x``.")
 
 
@@ -262,13 +258,14 @@ def float_power(x1, x2, /):
 
 
 def remainder(x1, x2, /):
-    """Python-style modulus: the result has the sign of the divisor."""
+    """Python-style modulus: the result has the sign of the divisor (a zero result too: ``1.0 % -1.0 == -0.0``)."""
     a, b = promote("remainder", x1, x2)
     r = lax.rem(a, b)
     if dtypes.is_unsigned(a.dtype):
         return r
     z = _const(r, 0)
-    return lax.select(lax.and_(lax.ne(r, z), lax.ne(lax.lt(r, z), lax.lt(b, z))), lax.add(r, b), r)
+    r = lax.select(lax.and_(lax.ne(r, z), lax.ne(lax.lt(r, z), lax.lt(b, z))), lax.add(r, b), r)
+    return lax.select(lax.eq(r, z), copysign(z, b), r) if dtypes.is_float(a.dtype) else r
 
 
 mod = remainder
@@ -324,7 +321,7 @@ def copysign(x1, x2, /):
 
 
 def signbit(x, /):
-    """True where the sign bit is set: negative values and ``-0.0`` (a NaN's sign is not seen: False).
+    """True where the sign bit is set: negative values, ``-0.0`` and NaNs with the sign bit.
 
     Example::
 
@@ -332,8 +329,8 @@ def signbit(x, /):
         [True, True, False]
     """
     x = asarray_like(x)
-    if dtypes.is_float(x.dtype):   # atan2(-0.0, -1) = -pi keeps a zero's sign, with no division by zero
-        return lax.lt(lax.atan2(x, lax.neg(_const(x, 1))), _const(x, 0))
+    if dtypes.is_float(x.dtype):
+        return lax.signbit(x)
     if x.dtype == dtypes.bool_:
         return lax.full(x.shape, False, dtypes.bool_)
     return lax.lt(x, _const(x, 0))

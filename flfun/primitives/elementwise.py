@@ -81,6 +81,10 @@ acos_p, acos = _unary("acos", tangent=lambda t, x, out: neg(mul(t, rsqrt(sub(_co
 atan_p, atan = _unary("atan", tangent=lambda t, x, out: div(t, add(_const(x, 1), mul(x, x))))
 sinh_p, sinh = _unary("sinh", tangent=lambda t, x, out: mul(t, cosh(x)))
 cosh_p, cosh = _unary("cosh", tangent=lambda t, x, out: mul(t, sinh(x)))
+asinh_p, asinh = _unary("asinh", tangent=lambda t, x, out: mul(t, rsqrt(add(mul(x, x), _const(x, 1)))))
+acosh_p, acosh = _unary("acosh", tangent=lambda t, x, out: mul(t, rsqrt(mul(sub(x, _const(x, 1)),
+                                                                             add(x, _const(x, 1))))))
+atanh_p, atanh = _unary("atanh", tangent=lambda t, x, out: div(t, sub(_const(x, 1), mul(x, x))))
 logistic_p, logistic = _unary("logistic", tangent=lambda t, x, out: mul(t, mul(out, sub(_const(out, 1), out))))
 erf_p, erf = _unary("erf", tangent=lambda t, x, out: mul(t, mul(_const(x, 2 / math.sqrt(math.pi)),
                                                                  exp(neg(mul(x, x))))))
@@ -89,6 +93,7 @@ ceil_p, ceil = _unary("ceil")
 round_p, round = _unary("round")
 round.__doc__ += " Halves round to even, as in numpy (``jax.lax.round`` rounds them away from zero by default)."
 is_finite_p, is_finite = _unary("is_finite", "float", out_dtype=dtypes.bool_)
+signbit_p, signbit = _unary("signbit", "float", out_dtype=dtypes.bool_)   # the sign bit itself: -0.0 and -nan too
 not_p, not_ = _unary("not", "intbool")
 
 # integer_pow: x ** y for a static Python int y (the common x**2 stays one cheap primitive)

@@ -105,8 +105,9 @@ def _identity(xp, x):
 # primitive name -> the ufunc's name in xp
 UFUNCS = {"neg": "negative", "abs": "absolute", "sign": "sign", "exp": "exp", "log": "log", "log1p": "log1p",
           "expm1": "expm1", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh",
-          "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "floor": "floor",
-          "ceil": "ceil", "is_finite": "isfinite", "not": "invert", "add": "add", "sub": "subtract",
+          "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "asinh": "arcsinh",
+          "acosh": "arccosh", "atanh": "arctanh", "floor": "floor",
+          "ceil": "ceil", "is_finite": "isfinite", "signbit": "signbit", "not": "invert", "add": "add", "sub": "subtract",
           "mul": "multiply", "pow": "power", "max": "maximum", "min": "minimum", "atan2": "arctan2",
           "nextafter": "nextafter", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
           "shift_right_arithmetic": "right_shift", "eq": "equal", "ne": "not_equal", "lt": "less",
