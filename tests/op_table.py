@@ -13,6 +13,7 @@ from flfun.testing import arrays, broadcastable_shapes, shapes
 
 FLOATS = ("float32", "float64")
 INTS = ("int32", "int64")
+COMPLEX = ("complex64", "complex128")
 ALL = FLOATS + INTS + ("uint8", "bool")
 
 

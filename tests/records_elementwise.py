@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from flfun import lax
-from op_table import ALL, FLOATS, INTS, OpRecord, away_from_kinks, binary, nary, unary
+from op_table import ALL, COMPLEX, FLOATS, INTS, OpRecord, away_from_kinks, binary, nary, unary
 
 _erf = np.vectorize(math.erf)
 
@@ -25,24 +25,24 @@ def _shift_right_logical(x, y):
 
 
 RECORDS = [
-    _u("neg", lax.neg, np.negative, dtypes=FLOATS + INTS),
-    _u("abs", lax.abs, np.abs, dtypes=FLOATS + INTS, smooth_args=away_from_kinks(unary())),
-    _u("sign", lax.sign, np.sign, dtypes=FLOATS + INTS, diff=False),
-    _u("exp", lax.exp, np.exp),
-    _u("log", lax.log, np.log, low=0.1, high=5.0),
-    _u("log1p", lax.log1p, np.log1p, low=-0.5, high=5.0),
-    _u("expm1", lax.expm1, np.expm1),
-    _u("sqrt", lax.sqrt, np.sqrt, low=0.1, high=5.0),
+    _u("neg", lax.neg, np.negative, dtypes=FLOATS + INTS + COMPLEX),
+    _u("abs", lax.abs, np.abs, dtypes=FLOATS + INTS + COMPLEX, smooth_args=away_from_kinks(unary())),
+    _u("sign", lax.sign, np.sign, dtypes=FLOATS + INTS + COMPLEX, diff=False),
+    _u("exp", lax.exp, np.exp, dtypes=FLOATS + COMPLEX),
+    _u("log", lax.log, np.log, low=0.1, high=5.0, dtypes=FLOATS + COMPLEX),
+    _u("log1p", lax.log1p, np.log1p, low=-0.5, high=5.0, dtypes=FLOATS + COMPLEX),
+    _u("expm1", lax.expm1, np.expm1, dtypes=FLOATS + COMPLEX),
+    _u("sqrt", lax.sqrt, np.sqrt, low=0.1, high=5.0, dtypes=FLOATS + COMPLEX),
     _u("rsqrt", lax.rsqrt, lambda x: 1 / np.sqrt(x), low=0.1, high=5.0),
-    _u("sin", lax.sin, np.sin),
-    _u("cos", lax.cos, np.cos),
-    _u("tan", lax.tan, np.tan, low=-1.2, high=1.2),
+    _u("sin", lax.sin, np.sin, dtypes=FLOATS + COMPLEX),
+    _u("cos", lax.cos, np.cos, dtypes=FLOATS + COMPLEX),
+    _u("tan", lax.tan, np.tan, low=-1.2, high=1.2, dtypes=FLOATS + COMPLEX),
     _u("tanh", lax.tanh, np.tanh),
-    _u("asin", lax.asin, np.arcsin, low=-0.9, high=0.9),
-    _u("acos", lax.acos, np.arccos, low=-0.9, high=0.9),
+    _u("asin", lax.asin, np.arcsin, low=-0.9, high=0.9, dtypes=FLOATS + COMPLEX),
+    _u("acos", lax.acos, np.arccos, low=-0.9, high=0.9, dtypes=FLOATS + COMPLEX),
     _u("atan", lax.atan, np.arctan),
-    _u("sinh", lax.sinh, np.sinh),
-    _u("cosh", lax.cosh, np.cosh),
+    _u("sinh", lax.sinh, np.sinh, dtypes=FLOATS + COMPLEX),
+    _u("cosh", lax.cosh, np.cosh, dtypes=FLOATS + COMPLEX),
     _u("asinh", lax.asinh, np.arcsinh),
     _u("acosh", lax.acosh, np.arccosh, low=1.2, high=5.0),
     _u("atanh", lax.atanh, np.arctanh, low=-0.9, high=0.9),
@@ -57,12 +57,12 @@ RECORDS = [
     OpRecord("integer_pow", lambda x, y: lax.integer_pow(x, y), lambda x, y: x ** y,
              lambda dt: unary()(dt).flatmap(lambda a: __import__("hypothesis").strategies.sampled_from(
                  [0, 1, 2, 3]).map(lambda y: (a[0], {"y": y}))), dtypes=FLOATS + INTS),
-    _b("add", lax.add, np.add),
-    _b("sub", lax.sub, np.subtract),
-    _b("mul", lax.mul, np.multiply),
-    OpRecord("div", lax.div, np.divide, binary(-3, 3, 0.5, 3), dtypes=FLOATS),
+    _b("add", lax.add, np.add, dtypes=FLOATS + INTS + COMPLEX),
+    _b("sub", lax.sub, np.subtract, dtypes=FLOATS + INTS + COMPLEX),
+    _b("mul", lax.mul, np.multiply, dtypes=FLOATS + INTS + COMPLEX),
+    OpRecord("div", lax.div, np.divide, binary(-3, 3, 0.5, 3), dtypes=FLOATS + COMPLEX),
     OpRecord("rem", lax.rem, np.fmod, binary(-3, 3, 0.5, 3), dtypes=FLOATS, diff=False, name="rem"),
-    OpRecord("pow", lax.pow, np.power, binary(0.5, 2.0, -2, 2), dtypes=FLOATS, atol=1e-4, rtol=1e-4),
+    OpRecord("pow", lax.pow, np.power, binary(0.5, 2.0, -2, 2), dtypes=FLOATS + COMPLEX, atol=1e-4, rtol=1e-4),
     _b("max", lax.max, np.maximum, smooth_args=away_from_kinks(binary())),
     _b("min", lax.min, np.minimum, smooth_args=away_from_kinks(binary())),
     _b("atan2", lax.atan2, np.arctan2, dtypes=FLOATS, low=0.2),
@@ -76,8 +76,12 @@ RECORDS = [
              dtypes=INTS, diff=False),
     OpRecord("shift_right_arithmetic", lax.shift_right_arithmetic, np.right_shift, binary(-8, 8, 0, 8),
              dtypes=INTS, diff=False),
-    _b("eq", lax.eq, np.equal, dtypes=ALL, diff=False),
-    _b("ne", lax.ne, np.not_equal, dtypes=ALL, diff=False),
+    _b("eq", lax.eq, np.equal, dtypes=ALL + COMPLEX, diff=False),
+    _b("ne", lax.ne, np.not_equal, dtypes=ALL + COMPLEX, diff=False),
+    _u("real", lax.real, np.real, dtypes=COMPLEX),
+    _u("imag", lax.imag, np.imag, dtypes=COMPLEX),
+    _u("conj", lax.conj, np.conj, dtypes=COMPLEX),
+    _b("complex", lax.complex, lambda x, y: x + 1j * y, dtypes=FLOATS),
     _b("lt", lax.lt, np.less, diff=False),
     _b("le", lax.le, np.less_equal, diff=False),
     _b("gt", lax.gt, np.greater, diff=False),

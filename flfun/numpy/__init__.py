@@ -7,6 +7,7 @@ Every function here works on concrete arrays and under every transform; it follo
 from flfun.array import Array
 from flfun.dtypes import (bool_ as bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
                           float32, float64)
+from flfun.dtypes import complex64, complex128  # noqa: F401
 from flfun.numpy._asarray import *  # noqa: F401,F403
 from flfun.numpy._creation import *  # noqa: F401,F403
 from flfun.numpy._elementwise import *  # noqa: F401,F403

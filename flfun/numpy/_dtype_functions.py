@@ -56,7 +56,7 @@ def can_cast(from_, to, /) -> bool:
 
 
 _KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu", "real floating": "f",
-          "complex floating": "c", "numeric": "iuf"}
+          "complex floating": "c", "numeric": "iufc"}
 
 
 def isdtype(dtype, kind) -> bool:

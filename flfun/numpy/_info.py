@@ -1,5 +1,5 @@
 """The array API inspection namespace: ``flfun.numpy.__array_namespace_info__()`` tells array-API consumers which
-capabilities, devices and dtypes flfun has (complex dtypes are not supported)."""
+capabilities, devices and dtypes flfun has."""
 from flfun import dtypes
 
 __all__ = ["__array_namespace_info__"]
@@ -47,14 +47,15 @@ class Info:
         return out
 
     def default_dtypes(self, *, device=None) -> dict:
-        """Default dtypes: float32 for real floating, int64 for integral and indexing (no complex dtypes).
+        """Default dtypes: float32 for real floating, complex64 for complex, int64 for integral and indexing.
 
         Example::
 
             >>> fnp.__array_namespace_info__().default_dtypes()["real floating"]
             dtype('float32')
         """
-        return {"real floating": dtypes.DEFAULT_FLOAT, "integral": dtypes.DEFAULT_INT,
+        return {"real floating": dtypes.DEFAULT_FLOAT, "complex floating": dtypes.DEFAULT_COMPLEX,
+                "integral": dtypes.DEFAULT_INT,
                 "indexing": dtypes.DEFAULT_INT}
 
     def dtypes(self, *, device=None, kind=None) -> dict:

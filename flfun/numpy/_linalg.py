@@ -161,6 +161,7 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Array:
         (4,)
     """
     a, b = promote("vecdot", x1, x2)
+    a = lax.conj(a) if a.dtype.kind == "c" else a      # the standard's sum of conj(x1) * x2
     n = max(a.ndim, b.ndim)
     if n == 0:
         raise ValueError("vecdot: operands must have at least one dimension, got scalars")

@@ -76,13 +76,13 @@ def tape_vjp_flat(f, primals: list):
             acc[id(x)] = ct if prev is None else add(prev, ct)
 
         for o, ct in zip(outs, cts):
-            if id(o) in tape.index and ct is not None and not is_zero(ct) and o.dtype.kind == "f":
+            if id(o) in tape.index and ct is not None and not is_zero(ct) and o.dtype.kind in "fc":
                 accumulate(o, ct)
         for prim, params, args, node_outs, watched in reversed(tape.nodes):
             if acc.keys().isdisjoint(map(id, node_outs)):
                 continue
             node_cts = [acc.pop(id(o), None) for o in node_outs]
-            need = [i for i, w in enumerate(watched) if w and args[i].dtype.kind == "f"]
+            need = [i for i, w in enumerate(watched) if w and args[i].dtype.kind in "fc"]
             for i, ct in node_vjp(prim, params, args, node_outs, node_cts, need).items() if need else ():
                 if ct is not None and not is_zero(ct):
                     accumulate(args[i], ct)
