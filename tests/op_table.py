@@ -93,7 +93,7 @@ def away_from_kinks(strategy_fn, min_gap=1e-2):
 def gather_records() -> list[OpRecord]:
     import importlib
     out = []
-    for fam in ("elementwise", "reduce", "shape", "indexing", "linalg", "decomp", "collective", "random"):
+    for fam in ("elementwise", "reduce", "shape", "indexing", "linalg", "decomp", "collective", "random", "fft"):
         try:
             mod = importlib.import_module(f"records_{fam}")
         except ModuleNotFoundError as e:

@@ -33,7 +33,7 @@ DEFAULT_FLOAT = INFO.default_dtypes()["real floating"]
 # ------------------------------------------------------------------------------------------ namespace, signatures
 STRICT_ONLY = {"ArrayAPIStrictFlags", "Device", "get_array_api_strict_flags", "set_array_api_strict_flags",
                "reset_array_api_strict_flags", "__version__"}      # array_api_strict's own API, not the standard
-NOT_CLAIMED = {"fft": "flfun does not claim the fft extension (no FFT primitives)"}
+NOT_CLAIMED: dict[str, str] = {}
 LEAD_PENDING: set[str] = set()
 NO_DECOMPOSITIONS: set[str] = set()
 

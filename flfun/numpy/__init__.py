@@ -24,6 +24,7 @@ from flfun.numpy._take import *  # noqa: F401,F403
 from flfun.numpy._sorting import *  # noqa: F401,F403
 from flfun.numpy._info import *  # noqa: F401,F403
 from flfun.numpy import linalg  # noqa: F401
+from flfun.numpy import fft  # noqa: F401
 
 import numpy as _np
 
