@@ -523,9 +523,9 @@ def test_namespace_info():
     assert d["real floating"] == np.float32 and d["integral"] == np.int64 and d["indexing"] == np.int64
     assert d["complex floating"] == np.complex64
     assert set(info.dtypes()) == {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                                  "float16", "float32", "float64", "complex64", "complex128"}
+                                  "float32", "float64", "complex64", "complex128"}
     assert set(info.dtypes(kind="signed integer")) == {"int8", "int16", "int32", "int64"}
-    assert set(info.dtypes(kind=("bool", "real floating"))) == {"bool", "float16", "float32", "float64"}
+    assert set(info.dtypes(kind=("bool", "real floating"))) == {"bool", "float32", "float64"}
     assert set(info.dtypes(kind="complex floating")) == {"complex64", "complex128"}
     with pytest.raises(ValueError, match="dtypes: unknown kind 'floats'"):
         info.dtypes(kind="floats")

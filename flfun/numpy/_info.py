@@ -4,7 +4,9 @@ from flfun import dtypes
 
 __all__ = ["__array_namespace_info__"]
 
-_ALL = {dt.name: dt for dt in dtypes.SUPPORTED}
+_STANDARD = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
+             "complex64", "complex128")
+_ALL = {dt.name: dt for dt in dtypes.SUPPORTED if dt.name in _STANDARD}   # float16 works too, outside the standard
 _KIND_NAMES = ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating",
                "numeric")
 

@@ -114,8 +114,10 @@ def inner(a, b, /) -> Array:
 
 
 def outer(a, b, /) -> Array:
-    """Outer product of the flattened operands: ``fnp.outer(fnp.ones(2), fnp.ones(3)).shape == (2, 3)``."""
-    return _dot("outer", a, b, None, flat=True)
+    """Outer product of the flattened operands: ``fnp.outer(fnp.ones(2), fnp.ones(3)).shape == (2, 3)``.
+    (A broadcast product, not a contraction: ``0 * -0`` stays ``-0``.)"""
+    a, b = promote("outer", a, b)
+    return lax.mul(lax_shape.reshape(a, (a.size, 1)), lax_shape.reshape(b, (1, b.size)))
 
 
 def tensordot(a, b, /, axes=2) -> Array:

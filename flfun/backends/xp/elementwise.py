@@ -106,6 +106,21 @@ def rem(xp, x, y):
     return xp.fmod(x, y)     # (not the bare ufunc: jit gives it no out=, as before)
 
 
+def expm1(xp, x):
+    out = xp.expm1(x)
+    if x.dtype.kind == "c":    # numpy's complex expm1 gives nan + nan j at infinities: exp(x) - 1 is right there
+        out = xp.where(xp.isfinite(x), out, xp.exp(x) - 1)
+    return out
+
+
+def tanh(xp, x):
+    out = xp.tanh(x)
+    if x.dtype.kind == "c":    # tanh(+-inf + i y) = +-1 + 0 j with the sign of y (the standard's special case)
+        fix = xp.isinf(x.real) & xp.isfinite(x.imag)
+        out = xp.where(fix, complex_(xp, xp.sign(x.real), xp.copysign(0.0, x.imag)), out).astype(x.dtype)
+    return out
+
+
 def real(xp, x):
     return xp.real(x).copy()       # a fresh buffer, not a view into x's
 
@@ -120,7 +135,7 @@ def _identity(xp, x):
 
 # primitive name -> the ufunc's name in xp
 UFUNCS = {"neg": "negative", "abs": "absolute", "sign": "sign", "exp": "exp", "log": "log", "log1p": "log1p",
-          "expm1": "expm1", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh",
+          "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
           "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "asinh": "arcsinh",
           "acosh": "arccosh", "atanh": "arctanh", "floor": "floor",
           "ceil": "ceil", "is_finite": "isfinite", "signbit": "signbit", "not": "invert", "add": "add", "sub": "subtract",
@@ -137,7 +152,7 @@ def impls(xp) -> dict:
         ("logistic", logistic), ("erf", erf), ("rem", rem), ("integer_pow", integer_pow), ("shift_left", shift_left),
         ("shift_right_logical", shift_right_logical), ("clamp", clamp),
         ("convert_element_type", convert_element_type), ("complex", complex_),
-        ("real", real), ("imag", imag), ("stop_gradient", _identity))}
+        ("real", real), ("imag", imag), ("expm1", expm1), ("tanh", tanh), ("stop_gradient", _identity))}
     writes = {name: WritesOut(functools.partial(fn, xp)) for name, fn in (
         ("rsqrt", rsqrt), ("div", div), ("select_n", select_n))}
     return {**{name: getattr(xp, u) for name, u in UFUNCS.items()}, **bound, **writes,
