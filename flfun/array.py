@@ -78,10 +78,10 @@ class Array:
         (which cannot be told it is read-only), so that nobody writes into an Array."""
         if hasattr(self._value, "__dlpack__") and not isinstance(self._value, np.ndarray):
             return self._value
-        return self.__array__(copy=max_version is None)
+        return self.__array__(copy=max_version is None or tuple(max_version) < (1, 0))
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        kwargs = {"max_version": max_version, "stream": stream}
+        kwargs = {"max_version": max_version, "stream": stream, "dl_device": dl_device, "copy": copy}
         return self._exported(max_version).__dlpack__(**{k: a for k, a in kwargs.items() if a is not None})
 
     def __dlpack_device__(self):

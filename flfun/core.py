@@ -64,7 +64,7 @@ def is_weak(x) -> bool:
         return x.weak_type
     if t is np.ndarray or t is Array or isinstance(x, np.generic):
         return False
-    return t in (int, float, bool) or getattr(x, "weak_type", False)
+    return t in (int, float, bool, complex) or getattr(x, "weak_type", False)
 
 
 def get_aval(x) -> ShapedArray:
@@ -75,7 +75,7 @@ def get_aval(x) -> ShapedArray:
         return ShapedArray(v.shape, v.dtype)
     if isinstance(x, Tracer):
         return x.aval
-    if t in (int, float, bool):
+    if t in (int, float, bool, complex):
         return ShapedArray((), dtypes.scalar_dtype(x), weak_type=True)
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return ShapedArray(x.shape, x.dtype)
@@ -468,10 +468,10 @@ def to_array(x, dtype=None) -> Array:
     if isinstance(x, Tracer):
         raise _leaked("to_array", x)
     dev = default_device()
-    if dtype is None and type(x) in (int, float, bool):
+    if dtype is None and type(x) in (int, float, bool, complex):
         dtype = dtypes.scalar_dtype(x)
     value = np.array(x, dtype=dtype, copy=True)
-    if dtypes.kind(value.dtype) not in "biuf":      # strings, complex, objects, dates
+    if dtypes.kind(value.dtype) not in "biufc":      # strings, objects, dates
         raise TypeError(f"{type(x).__name__} is not a valid flfun array type (dtype {value.dtype}): {x!r:.80}")
     return wrap(dev.put(value), dev)
 

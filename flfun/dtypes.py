@@ -17,17 +17,19 @@ int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, 
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
+DEFAULT_COMPLEX = complex64
 SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64,
-             bfloat16)
-_SHORT = {d: "bool" if d == bool_ else f"{d.kind}{d.itemsize * 8}" for d in SUPPORTED}   # f32, i64, u8, ...
+             bfloat16, complex64, complex128)
+_SHORT = {d: "bool" if d == bool_ else f"{d.kind}{d.itemsize * 8}" for d in SUPPORTED}   # f32, i64, u8, c64...
 _SHORT[bfloat16] = "bf16"
 LOW_PRECISION = (bfloat16, float16)           # computed in, and accumulated to, float32 where JAX does
 
 
-_PY_TYPES = {float: DEFAULT_FLOAT, int: DEFAULT_INT, bool: bool_}
+_PY_TYPES = {float: DEFAULT_FLOAT, int: DEFAULT_INT, bool: bool_, complex: DEFAULT_COMPLEX}
 
 
 def canonicalize(dtype) -> np.dtype:
@@ -59,6 +61,27 @@ def is_float(dtype) -> bool:
     return kind(dtype) == "f"
 
 
+def is_complex(dtype) -> bool:
+    return np.dtype(dtype).kind == "c"
+
+
+def is_inexact(dtype) -> bool:
+    """Floating point or complex: the dtypes that have tangents."""
+    return kind(dtype) in "fc"
+
+
+def real_dtype(dtype) -> np.dtype:
+    """The real dtype of a complex one (``complex64 -> float32``); other dtypes are returned as they are."""
+    dt = np.dtype(dtype)
+    return np.dtype(f"f{dt.itemsize // 2}") if dt.kind == "c" else dt
+
+
+def complex_dtype(dtype) -> np.dtype:
+    """The complex dtype of a float one's precision (``float64 -> complex128``; others: the default complex)."""
+    dt = np.dtype(dtype)
+    return dt if dt.kind == "c" else complex128 if dt == float64 else DEFAULT_COMPLEX
+
+
 def is_int(dtype) -> bool:
     """Signed or unsigned integer (not bool)."""
     return np.dtype(dtype).kind in "iu"
@@ -78,13 +101,15 @@ def iinfo(dtype):
 
 def scalar_dtype(x) -> np.dtype:
     """The dtype a Python scalar gets when it stands alone (the default dtypes)."""
-    for kind in (bool, int, float):        # bool first: it is also an int
+    for kind in (bool, int, float, complex):        # bool first: it is also an int
         if isinstance(x, kind):
             return _PY_TYPES[kind]
     raise TypeError(f"unsupported Python scalar {x!r} of type {type(x).__name__}")
 
 
 def _promote_strong(a: np.dtype, b: np.dtype) -> np.dtype:
+    if "c" in (a.kind, b.kind):                # complex with a float keeps the wider precision
+        return complex128 if float64 in (real_dtype(a), real_dtype(b)) else complex64
     if kind(a) == "f" and kind(b) != "f":
         return a                               # integer or bool with float: keep the float (JAX's choice)
     if kind(b) == "f" and kind(a) != "f":
@@ -107,7 +132,9 @@ def result_type(*dtypes_and_weak: tuple[np.dtype, bool]) -> tuple[np.dtype, bool
     if not strong:
         return out, True
     for d in weak:
-        if d.kind == "f" and kind(out) != "f":
+        if d.kind == "c" and out.kind != "c":
+            out = complex_dtype(out) if kind(out) == "f" else DEFAULT_COMPLEX
+        elif d.kind == "f" and kind(out) not in "fc":
             out = DEFAULT_FLOAT
         elif d.kind in "iu" and out.kind == "b":
             out = DEFAULT_INT

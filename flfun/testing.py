@@ -38,8 +38,18 @@ def shapes(min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: in
 
 def arrays(dtype, shape, *, low: float = -3.0, high: float = 3.0, unique: bool = False):
     """Strategy for numpy arrays of ``dtype`` and ``shape`` (a shape or a shape strategy) with finite values in
-    ``[low, high]`` (integers: the same range clipped to the dtype; bools: anything)."""
+    ``[low, high]`` (integers: the same range clipped to the dtype; bools: anything; complex: both parts).
+
+    Example::
+
+        >>> arrays("complex64", (2, 3)).example().dtype
+        dtype('complex64')
+    """
     dt = dtypes.canonicalize(dtype)
+    if dt.kind == "c":
+        part = st.floats(low, high, allow_nan=False, allow_infinity=False)
+        return hnp.arrays(np.complex128, shape, elements=st.builds(complex, part, part), unique=unique).map(
+            lambda a: a.astype(dt))
     if dtypes.is_float(dt):   # draw in float64 and round, so any bounds work for every width
         elements = st.floats(low, high, allow_nan=False, allow_infinity=False)
         return hnp.arrays(np.float64, shape, elements=elements, unique=unique).map(lambda a: a.astype(dt))
@@ -73,16 +83,20 @@ def valid_axes(ndim: int, *, allow_none: bool = True, allow_negative: bool = Tru
 
 # ------------------------------------------------------------------------------------------------------ checks
 def _f64(x):
-    return np.asarray(x, dtype=np.float64)
+    x = np.asarray(x)
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
 
 
 def _rand_like(rng, x):
     x = np.asarray(x)
+    if x.dtype.kind == "c":
+        return (rng.standard_normal(x.shape) + 1j * rng.standard_normal(x.shape)).astype(x.dtype)
     return rng.standard_normal(x.shape).astype(x.dtype) if dtypes.is_float(x.dtype) else np.zeros_like(x)
 
 
 def _vdot(a, b) -> float:
-    return float(sum(np.vdot(_f64(x).ravel(), _f64(y).ravel()) for x, y in zip(a, b)))
+    """``Re sum(a * b)``: the real pairing under which flfun's (and JAX's) transposes are adjoints."""
+    return float(sum(np.sum(_f64(x) * _f64(y)).real for x, y in zip(a, b)))
 
 
 def _assert_close(what, actual, expected, atol, rtol):
@@ -100,8 +114,9 @@ def _jvp_at(f: Callable, args: Sequence, rng):
 def check_jvp(f: Callable, args: Sequence, *, eps: float | None = None, atol=1e-4, rtol=1e-3, seed=0) -> None:
     """jvp of ``f`` at ``args`` equals the central finite difference along a random direction."""
     args, tangents, _, t_out = _jvp_at(f, args, np.random.default_rng(seed))
-    eps = eps or (1e-6 if all(a.dtype != np.float32 for a in args if dtypes.is_float(a.dtype)) else 1e-3)
-    plus, minus = (tree_flatten(f(*[fnp.asarray((a + s * eps * t).astype(a.dtype)) if dtypes.is_float(a.dtype)
+    eps = eps or (1e-6 if all(a.dtype.itemsize > 4 * (a.dtype.kind == "c") + 4 for a in args
+                              if dtypes.is_inexact(a.dtype)) else 1e-3)
+    plus, minus = (tree_flatten(f(*[fnp.asarray((a + s * eps * t).astype(a.dtype)) if dtypes.is_inexact(a.dtype)
                                     else fnp.asarray(a) for a, t in zip(args, tangents)]))[0] for s in (1, -1))
     fd = [(_f64(p) - _f64(m)) / (2 * eps) for p, m in zip(plus, minus)]
     _assert_close("jvp vs finite differences", tree_flatten(t_out)[0], fd, atol, rtol)

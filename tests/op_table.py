@@ -13,6 +13,7 @@ from flfun.testing import arrays, broadcastable_shapes, shapes
 
 FLOATS = ("float32", "float64")
 INTS = ("int32", "int64")
+COMPLEX = ("complex64", "complex128")
 ALL = FLOATS + INTS + ("uint8", "bool")
 
 
@@ -92,7 +93,7 @@ def away_from_kinks(strategy_fn, min_gap=1e-2):
 def gather_records() -> list[OpRecord]:
     import importlib
     out = []
-    for fam in ("elementwise", "reduce", "shape", "indexing", "linalg", "decomp", "collective", "random"):
+    for fam in ("elementwise", "reduce", "shape", "indexing", "linalg", "decomp", "collective", "random", "fft"):
         try:
             mod = importlib.import_module(f"records_{fam}")
         except ModuleNotFoundError as e:

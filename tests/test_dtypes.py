@@ -54,8 +54,21 @@ def test_lists_infer_their_dtype_as_asarray_does_in_every_function():
     assert fnp.add(fnp.ones(2, dtype="float64"), [1.0]).dtype == fnp.float64
 
 
-@pytest.mark.parametrize("make", [lambda: fnp.asarray(1 + 2j), lambda: fnp.add(fnp.ones(2), 1j),
-                                  lambda: fnp.multiply([1j], fnp.ones(1))])
-def test_complex_numbers_are_a_clear_error(make):
-    with pytest.raises(TypeError, match=r"flfun has no complex dtypes, got the complex number"):
-        make()
+@pytest.mark.parametrize("a,b,expected", [
+    ("complex64", "float32", "complex64"), ("complex64", "float64", "complex128"), ("complex128", "float32",
+    "complex128"), ("complex64", "complex128", "complex128"), ("complex64", "int64", "complex64"),
+    ("float16", "complex64", "complex64"), ("bool", "complex128", "complex128")])
+def test_complex_promotion_follows_the_standard(a, b, expected):
+    assert fnp.result_type(fnp.ones(1, a), fnp.ones(1, b)) == np.dtype(expected)
+    assert (fnp.ones(2, a) + fnp.ones(2, b)).dtype == np.dtype(expected)
+
+
+@pytest.mark.parametrize("dtype,expected", [("float32", "complex64"), ("float64", "complex128"),
+                                            ("int32", "complex64"), ("complex128", "complex128")])
+def test_python_complex_scalars_are_weak(dtype, expected):
+    x = fnp.ones(2, dtype)
+    assert (x * 1j).dtype == (1j + x).dtype == np.dtype(expected)
+    assert (fnp.ones(2, "complex64") * 2.0).dtype == fnp.complex64
+    assert fnp.asarray(1 + 2j).dtype == fnp.complex64 and fnp.asarray([1, 2.5j]).dtype == fnp.complex64
+    assert fnp.asarray(np.complex128(1j)).dtype == fnp.complex128
+    assert complex(fnp.asarray(1 - 2j)) == 1 - 2j

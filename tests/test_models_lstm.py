@@ -8,7 +8,7 @@ import pytest
 
 import flfun.numpy as fnp
 import flfun.random as fr
-from flfun import checkpoint
+from flfun import serialization as checkpoint
 from models import data
 from models import lstm as L
 from models import train

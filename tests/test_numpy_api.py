@@ -486,8 +486,9 @@ def test_result_type_weak_and_errors():
     assert fnp.result_type(np.ones(2)) == np.float64
     with pytest.raises(ValueError, match="result_type: at least one array or dtype is required"):
         fnp.result_type()
-    with pytest.raises(TypeError, match="unsupported dtype complex64"):
-        fnp.result_type("complex64")
+    with pytest.raises(TypeError, match=r"unsupported dtype datetime64\[s\]"):
+        fnp.result_type("datetime64[s]")
+    assert fnp.result_type("complex64", 1.0) == np.complex64 and fnp.result_type(fnp.float64, 1j) == np.complex128
 
 
 @given(a=DTYPES, b=DTYPES)
@@ -520,12 +521,12 @@ def test_namespace_info():
     assert info.default_device() in info.devices()
     d = info.default_dtypes()
     assert d["real floating"] == np.float32 and d["integral"] == np.int64 and d["indexing"] == np.int64
-    assert "complex floating" not in d
+    assert d["complex floating"] == np.complex64
     assert set(info.dtypes()) == {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                                  "float16", "float32", "float64"}
+                                  "float32", "float64", "complex64", "complex128"}
     assert set(info.dtypes(kind="signed integer")) == {"int8", "int16", "int32", "int64"}
-    assert set(info.dtypes(kind=("bool", "real floating"))) == {"bool", "float16", "float32", "float64"}
-    assert info.dtypes(kind="complex floating") == {}
+    assert set(info.dtypes(kind=("bool", "real floating"))) == {"bool", "float32", "float64"}
+    assert set(info.dtypes(kind="complex floating")) == {"complex64", "complex128"}
     with pytest.raises(ValueError, match="dtypes: unknown kind 'floats'"):
         info.dtypes(kind="floats")
     assert fnp.__array_api_version__ == "2024.12"

@@ -13,11 +13,12 @@ from flfun.testing import check_jvp, check_vjp, check_vmap
 from op_table import RECORDS
 
 FWD = [(r, d) for r in RECORDS for d in r.dtypes]
-DIFF = [r for r in RECORDS if r.diff and "float64" in r.dtypes]
+DIFF = [(r, d) for r in RECORDS for d in ("float64", "complex128") if r.diff and d in r.dtypes]
+DIFF_IDS = [r.name + ("" if d == "float64" else "-complex") for r, d in DIFF]
 
 
 def _upcast(a):
-    return a.astype(np.float64) if a.dtype.kind == "f" else a
+    return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64) if a.dtype.kind in "fc" else a
 
 
 @pytest.mark.parametrize("rec,dtype", FWD, ids=[f"{r.name}-{d}" for r, d in FWD])
@@ -35,8 +36,8 @@ def test_forward_matches_numpy(rec, dtype, data):
             assert o.dtype.kind == "b", f"{rec.name}: expected a bool result, got {o.dtype}"
         if rec.keeps_dtype and dtype == "float32" and o.dtype.kind == "f":
             assert o.dtype == np.float32, f"{rec.name}: float32 inputs gave {o.dtype}"
-        tol = (rec.atol, rec.rtol) if dtype in ("float32",) else (1e-9, 1e-9)
-        np.testing.assert_allclose(o.astype(np.float64) if o.dtype.kind != "b" else o, e, atol=tol[0],
+        tol = (rec.atol, rec.rtol) if dtype in ("float32", "complex64") else (1e-9, 1e-9)
+        np.testing.assert_allclose(o if o.dtype.kind in "bc" else o.astype(np.float64), e, atol=tol[0],
                                    rtol=tol[1], err_msg=rec.name)
 
 
@@ -54,21 +55,21 @@ def test_jit_matches_eager(rec, dtype, data):
         e, j = np.asarray(e), np.asarray(j)
         assert j.shape == e.shape and j.dtype == e.dtype, f"{rec.name}: jit gave {j.dtype}{j.shape}, eager " \
                                                           f"{e.dtype}{e.shape}"
-        tol = 1e-5 if e.dtype == np.float16 or dtype == "float32" else 1e-12
+        tol = 1e-5 if e.dtype == np.float16 or dtype in ("float32", "complex64") else 1e-12
         np.testing.assert_allclose(j, e, rtol=tol, atol=tol, err_msg=rec.name)
 
 
-@pytest.mark.parametrize("rec", DIFF, ids=[r.name for r in DIFF])
+@pytest.mark.parametrize("rec,dtype", DIFF, ids=DIFF_IDS)
 @given(data=st.data())
-def test_jvp_matches_finite_differences(rec, data):
-    args, params = data.draw(rec.diff_args("float64"))
+def test_jvp_matches_finite_differences(rec, dtype, data):
+    args, params = data.draw(rec.diff_args(dtype))
     check_jvp(lambda *a: rec.fn(*a, **params), args, atol=rec.grad_atol * 100, rtol=1e-4)
 
 
-@pytest.mark.parametrize("rec", DIFF, ids=[r.name for r in DIFF])
+@pytest.mark.parametrize("rec,dtype", DIFF, ids=DIFF_IDS)
 @given(data=st.data())
-def test_vjp_dot_product_identity(rec, data):
-    args, params = data.draw(rec.args("float64"))
+def test_vjp_dot_product_identity(rec, dtype, data):
+    args, params = data.draw(rec.args(dtype))
     check_vjp(lambda *a: rec.fn(*a, **params), args, atol=1e-9, rtol=1e-9)
 
 

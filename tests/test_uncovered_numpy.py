@@ -231,7 +231,6 @@ def test_einsum_dtype_follows_flfun_dtype_names(dtype, want):
 @pytest.mark.parametrize("obj, error, message", [
     ("abc", TypeError, r"^asarray: cannot convert str to an array: "),
     (object(), TypeError, r"^asarray: cannot convert object to an array: "),
-    (1 + 2j, TypeError, r"^asarray: cannot convert complex to an array: flfun has no complex dtypes"),
     ([[1, 2], [3]], ValueError, r"^asarray: cannot convert list to an array: setting an array element"),
 ])
 def test_asarray_errors_name_asarray_and_the_input(obj, error, message):
@@ -386,8 +385,7 @@ def test_where_with_one_argument_is_nonzero():
 
 
 @pytest.mark.parametrize("fn", [fnp.add, fnp.less, fnp.hypot, fnp.power])
-@pytest.mark.parametrize("operand, message", [(object(), r"unsupported dtype <object"),
-                                              (1j, r"flfun has no complex dtypes, got the complex number 1j")])
+@pytest.mark.parametrize("operand, message", [(object(), r"unsupported dtype <object")])
 def test_binary_ops_name_themselves_for_a_bad_operand(fn, operand, message):
     with pytest.raises(TypeError, match=rf"^{fn.__name__}: {message}"):
         fn(fnp.ones(2), operand)

@@ -8,6 +8,7 @@ from flfun.array import Array
 from flfun.dtypes import (bool_ as bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
                           float32, float64)
 from flfun.dtypes import bfloat16  # noqa: F401
+from flfun.dtypes import complex64, complex128  # noqa: F401
 from flfun.numpy._asarray import *  # noqa: F401,F403
 from flfun.numpy._creation import *  # noqa: F401,F403
 from flfun.numpy._elementwise import *  # noqa: F401,F403
@@ -33,6 +34,7 @@ from flfun.numpy._manipulation import *  # noqa: F401,F403
 from flfun.numpy._functional import *  # noqa: F401,F403
 from flfun.numpy._interop import *  # noqa: F401,F403
 from flfun.numpy import linalg  # noqa: F401
+from flfun.numpy import fft  # noqa: F401
 
 import numpy as _np
 

@@ -90,6 +90,7 @@ def _methods(ns) -> dict:
     return {"astype": astype, "reshape": reshape, "transpose": transpose, "__getitem__": __getitem__,
             "__array_namespace__": __array_namespace__, "to_device": to_device, "__reduce__": __reduce__,
             "T": property(lambda self: ns.transpose(self)), "mT": property(lambda self: ns.matrix_transpose(self)),
+            "real": property(lambda self: ns.real(self)), "imag": property(lambda self: ns.imag(self)),
             "at": property(lambda self: ns.IndexUpdateHelper(self)),
             "__eq__": _unless_none(ns.equal), "__ne__": _unless_none(ns.not_equal)}
 

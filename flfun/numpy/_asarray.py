@@ -17,7 +17,7 @@ from flfun.util import canonical_axis
 
 __all__ = ["asarray", "array", "copy", "from_dlpack"]
 
-PYTHON_SCALARS = (int, float, bool)
+PYTHON_SCALARS = (int, float, bool, complex)
 
 
 # ------------------------------------------------------------------------------------------------------ asarray
@@ -32,8 +32,6 @@ def dtype_and_weak(x):
         return dtypes.canonicalize(x.dtype), False
     if isinstance(x, (list, tuple)):
         return asarray(x).dtype, False
-    if isinstance(x, complex):
-        raise TypeError(f"flfun has no complex dtypes, got the complex number {x!r}")
     return dtypes.canonicalize(x), False     # a dtype (result_type, can_cast)
 
 

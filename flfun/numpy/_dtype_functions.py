@@ -2,6 +2,7 @@
 iinfo, size, ndim, shape.
 """
 import builtins
+from typing import NamedTuple
 
 import numpy as np
 
@@ -56,7 +57,7 @@ def can_cast(from_, to, /) -> bool:
 
 
 _KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu", "real floating": "f",
-          "complex floating": "c", "numeric": "iuf"}
+          "complex floating": "c", "numeric": "iufc"}
 
 
 def isdtype(dtype, kind) -> bool:
@@ -78,9 +79,20 @@ def isdtype(dtype, kind) -> bool:
     return dt == dtypes.canonicalize(kind)
 
 
-def finfo(type, /):
-    """numpy's ``finfo`` for a float dtype or array: ``fnp.finfo(fnp.float32).eps``."""
-    return dtypes.finfo(type.dtype if hasattr(type, "dtype") else type)
+class FInfo(NamedTuple):
+    """The array API's ``finfo`` object: Python floats, and the real dtype (float32 for complex64)."""
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: np.dtype
+
+
+def finfo(type, /) -> FInfo:
+    """Machine limits of a floating-point or complex dtype or array: ``fnp.finfo(fnp.float32).eps``."""
+    fi = dtypes.finfo(type.dtype if hasattr(type, "dtype") else type)
+    return FInfo(int(fi.bits), float(fi.eps), float(fi.max), float(fi.min), float(fi.smallest_normal), fi.dtype)
 
 
 def iinfo(type, /):

@@ -73,18 +73,18 @@ def _accelerated(op, prim, ok, general):
     return fast
 
 
-add = _binary(lax.add_p, lax.add, "add", doc="""Elementwise ``x1 + x2``.
+add = _binary(lax.add_p, lax.add, "add", "iufc", doc="""Elementwise ``x1 + x2``.
 
     Example::
 
         >>> fnp.add(fnp.ones(2), 1.0).tolist()
         [2.0, 2.0]
     """)
-subtract = _binary(lax.sub_p, lax.sub, "subtract")
-multiply = _binary(lax.mul_p, lax.mul, "multiply")
+subtract = _binary(lax.sub_p, lax.sub, "subtract", "iufc")
+multiply = _binary(lax.mul_p, lax.mul, "multiply", "iufc")
 maximum = _binary(lax.max_p, lax.max, "maximum")
 minimum = _binary(lax.min_p, lax.min, "minimum")
-divide = true_divide = _binary(lax.div_p, lax.div, "divide", kinds="f", to_float=True, doc="True division; integer "
+divide = true_divide = _binary(lax.div_p, lax.div, "divide", kinds="fc", to_float=True, doc="True division; integer "
                                "inputs are promoted to the default float dtype: ``fnp.divide(1, 2) == 0.5``.")
 
 
@@ -169,17 +169,29 @@ exp, log, log1p, expm1, sqrt, sin, cos, tan, tanh, arcsin, arccos, arctan, sinh,
         (lax.sin, "sin"), (lax.cos, "cos"), (lax.tan, "tan"), (lax.tanh, "tanh"), (lax.asin, "arcsin"),
         (lax.acos, "arccos"), (lax.atan, "arctan"), (lax.sinh, "sinh"), (lax.cosh, "cosh")))
 asin, acos, atan = arcsin, arccos, arctan
-log2 = _float_unary(lambda x: lax.div(lax.log(x), _const(x, np.log(2.0))), "log2", "Base-2 logarithm.")
-log10 = _float_unary(lambda x: lax.div(lax.log(x), _const(x, np.log(10.0))), "log10", "Base-10 logarithm.")
+def _real_divide(x, c: float):
+    """``x / c`` for a real constant ``c``, part by part for complex ``x`` (complex division would turn
+    ``-inf + 0j`` into ``-inf + nan j``)."""
+    if dtypes.is_complex(x.dtype):
+        return lax.complex(_real_divide(lax.real(x), c), _real_divide(lax.imag(x), c))
+    return lax.div(x, _const(x, c))
+
+
+log2 = _float_unary(lambda x: _real_divide(lax.log(x), np.log(2.0)), "log2", "Base-2 logarithm.")
+log10 = _float_unary(lambda x: _real_divide(lax.log(x), np.log(10.0)), "log10", "Base-10 logarithm.")
 exp2 = _float_unary(lambda x: lax.pow(_const(x, 2), x), "exp2", "``2 ** x`` (exact at integers).")
-asinh = arcsinh = _float_unary(lambda x: lax.log(lax.add(x, lax.sqrt(lax.add(lax.mul(x, x), _const(x, 1))))),
-                               "arcsinh", "Inverse hyperbolic sine.")
-acosh = arccosh = _float_unary(lambda x: lax.log(lax.add(x, lax.sqrt(lax.sub(lax.mul(x, x), _const(x, 1))))),
-                               "arccosh", "Inverse hyperbolic cosine.")
-atanh = arctanh = _float_unary(lambda x: lax.mul(_const(x, 0.5), lax.log(lax.div(lax.add(_const(x, 1), x),
-                                                                                  lax.sub(_const(x, 1), x)))),
-                               "arctanh", "Inverse hyperbolic tangent.")
+asinh = arcsinh = _float_unary(lax.asinh, "arcsinh", "Inverse hyperbolic sine: ``fnp.asinh(-1e10) == -23.72...``.")
+acosh = arccosh = _float_unary(lax.acosh, "arccosh", "Inverse hyperbolic cosine (nan below 1).")
+atanh = arctanh = _float_unary(lax.atanh, "arctanh", "Inverse hyperbolic tangent (keeps a zero's sign).")
 reciprocal = _float_unary(lambda x: lax.div(_const(x, 1), x), "reciprocal", "Elementwise ``1 / x``.")
+
+
+def _real_only(name: str, x):
+    """``x`` as an array; TypeError unless it is real (the functions the standard defines for real input only)."""
+    x = asarray_like(x)
+    if dtypes.is_complex(x.dtype):
+        raise TypeError(f"{name}: not defined for complex input, got {x.dtype}")
+    return x
 
 
 def _num_unary(lax_fn, name):
@@ -204,10 +216,22 @@ def positive(x, /):
 def _if_float(on_float, name: str, doc: str, other=None):
     """``on_float(x)`` for floating-point ``x``; otherwise ``x`` itself, or all ``other`` (a bool) in x's shape."""
     def op(x, /):
-        x = asarray_like(x)
+        x = _real_only(name, x)
         if dtypes.is_float(x.dtype):
             return on_float(x)
         return x if other is None else lax.full(x.shape, other, dtypes.bool_)
+    return _named(op, name, doc)
+
+
+def _parts_any(test, name: str, doc: str, other: bool):
+    """``test`` of a real ``x``; of a complex one, ``test(real) | test(imag)`` (``isnan``, ``isinf``)."""
+    real_test = _if_float(test, name, doc, other)
+
+    def op(x, /):
+        x = asarray_like(x)
+        if dtypes.is_complex(x.dtype):
+            return lax.or_(real_test(lax.real(x)), real_test(lax.imag(x)))
+        return real_test(x)
     return _named(op, name, doc)
 
 
@@ -215,10 +239,17 @@ floor, ceil = (_if_float(f, n, f"Elementwise ``{n}``; integers are returned unch
                for f, n in ((lax.floor, "floor"), (lax.ceil, "ceil")))
 trunc = _if_float(lambda x: lax.select(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x)), "trunc",
                   "Round toward zero.")
-isfinite = _if_float(lax.is_finite, "isfinite", "Elementwise finiteness test (always True for integers).", True)
-isnan = _if_float(lambda x: lax.ne(x, x), "isnan", "Elementwise NaN test.", False)
-isinf = _if_float(lambda x: lax.and_(lax.not_(lax.is_finite(x)), lax.eq(x, x)), "isinf",
-                  "Elementwise test for +inf or -inf.", False)
+isnan = _parts_any(lambda x: lax.ne(x, x), "isnan", "Elementwise NaN test (complex: either part).", False)
+isinf = _parts_any(lambda x: lax.and_(lax.not_(lax.is_finite(x)), lax.eq(x, x)), "isinf",
+                   "Elementwise test for +inf or -inf (complex: either part).", False)
+
+
+def isfinite(x, /):
+    """Elementwise finiteness test (always True for integers; complex: both parts finite)."""
+    x = asarray_like(x)
+    if dtypes.is_complex(x.dtype):
+        return lax.and_(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return lax.is_finite(x) if dtypes.is_float(x.dtype) else lax.full(x.shape, True, dtypes.bool_)
 
 
 def round(x, /, decimals: int = 0):
@@ -227,6 +258,8 @@ def round(x, /, decimals: int = 0):
     x = asarray_like(x)
     if not isinstance(decimals, (int, np.integer)):
         raise TypeError(f"round: decimals must be an int, got {decimals!r}")
+    if dtypes.is_complex(x.dtype):
+        return lax.complex(round(lax.real(x), decimals), round(lax.imag(x), decimals))
     if decimals >= 0 and not dtypes.is_float(x.dtype) or x.dtype == dtypes.bool_:
         return x
     if decimals == 0:
@@ -262,13 +295,14 @@ def float_power(x1, x2, /):
 
 
 def remainder(x1, x2, /):
-    """Python-style modulus: the result has the sign of the divisor."""
+    """Python-style modulus: the result has the sign of the divisor (a zero result too: ``1.0 % -1.0 == -0.0``)."""
     a, b = promote("remainder", x1, x2)
     r = lax.rem(a, b)
     if dtypes.is_unsigned(a.dtype):
         return r
     z = _const(r, 0)
-    return lax.select(lax.and_(lax.ne(r, z), lax.ne(lax.lt(r, z), lax.lt(b, z))), lax.add(r, b), r)
+    r = lax.select(lax.and_(lax.ne(r, z), lax.ne(lax.lt(r, z), lax.lt(b, z))), lax.add(r, b), r)
+    return lax.select(lax.eq(r, z), copysign(z, b), r) if dtypes.is_float(a.dtype) else r
 
 
 mod = remainder
@@ -324,7 +358,7 @@ def copysign(x1, x2, /):
 
 
 def signbit(x, /):
-    """True where the sign bit is set: negative values and ``-0.0`` (a NaN's sign is not seen: False).
+    """True where the sign bit is set: negative values, ``-0.0`` and NaNs with the sign bit.
 
     Example::
 
@@ -332,8 +366,8 @@ def signbit(x, /):
         [True, True, False]
     """
     x = asarray_like(x)
-    if dtypes.is_float(x.dtype):   # atan2(-0.0, -1) = -pi keeps a zero's sign, with no division by zero
-        return lax.lt(lax.atan2(x, lax.neg(_const(x, 1))), _const(x, 0))
+    if dtypes.is_float(x.dtype):
+        return lax.signbit(x)
     if x.dtype == dtypes.bool_:
         return lax.full(x.shape, False, dtypes.bool_)
     return lax.lt(x, _const(x, 0))
@@ -363,22 +397,37 @@ def where(condition, x1=None, x2=None, /):
 
 
 def conj(x, /):
-    """Complex conjugate (the identity for the real dtypes flfun supports)."""
-    return asarray_like(x)
+    """Complex conjugate (the identity for real input): ``fnp.conj(1 + 2j) == 1 - 2j``."""
+    x = asarray_like(x)
+    return lax.conj(x) if dtypes.is_complex(x.dtype) else x
 
 
 conjugate = conj
 
 
 def real(x, /):
-    """Real part (the identity for real dtypes)."""
-    return asarray_like(x)
+    """Real part (the identity for real input): ``fnp.real(fnp.asarray(1 + 2j)) == 1.0``."""
+    x = asarray_like(x)
+    return lax.real(x) if dtypes.is_complex(x.dtype) else x
 
 
 def imag(x, /):
-    """Imaginary part: zeros of ``x``'s dtype, as flfun has no complex dtypes (numpy's behaviour for real input)."""
+    """Imaginary part (zeros of ``x``'s dtype for real input, as in numpy): ``fnp.imag(1 + 2j) == 2.0``."""
     x = asarray_like(x)
-    return lax.full(x.shape, 0, x.dtype)
+    return lax.imag(x) if dtypes.is_complex(x.dtype) else lax.full(x.shape, 0, x.dtype)
+
+
+def angle(x, /, deg: bool = False):
+    """The argument of complex ``x`` (``atan2(imag, real)``), in radians or with ``deg`` degrees.
+
+    Example::
+
+        >>> float(fnp.angle(1j))
+        1.5707963...
+    """
+    x = to_float(x)
+    out = lax.atan2(imag(x), real(x))
+    return lax.mul(out, _const(out, 180 / np.pi)) if deg else out
 
 
 def nan_to_num(x, /, nan=0.0, posinf=None, neginf=None):
@@ -391,7 +440,7 @@ def nan_to_num(x, /, nan=0.0, posinf=None, neginf=None):
     return where(isnan(x), nan, where(isinf(x), big, x))
 
 
-__all__ = ["abs", "absolute", "acos", "acosh", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
+__all__ = ["abs", "absolute", "acos", "acosh", "add", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
            "arctanh", "around", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
            "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clip",
            "conj", "conjugate", "copysign", "cos", "cosh", "divide", "divmod", "equal", "exp", "exp2", "expm1",

@@ -1,10 +1,12 @@
 """The array API inspection namespace: ``flfun.numpy.__array_namespace_info__()`` tells array-API consumers which
-capabilities, devices and dtypes flfun has (complex dtypes are not supported)."""
+capabilities, devices and dtypes flfun has."""
 from flfun import dtypes
 
 __all__ = ["__array_namespace_info__"]
 
-_ALL = {dt.name: dt for dt in dtypes.SUPPORTED if dt != dtypes.bfloat16}   # bf16 is no array-API dtype
+_STANDARD = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
+             "complex64", "complex128")
+_ALL = {dt.name: dt for dt in dtypes.SUPPORTED if dt.name in _STANDARD}   # float16 works too, outside the standard
 _KIND_NAMES = ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating",
                "numeric")
 
@@ -47,14 +49,15 @@ class Info:
         return out
 
     def default_dtypes(self, *, device=None) -> dict:
-        """Default dtypes: float32 for real floating, int64 for integral and indexing (no complex dtypes).
+        """Default dtypes: float32 for real floating, complex64 for complex, int64 for integral and indexing.
 
         Example::
 
             >>> fnp.__array_namespace_info__().default_dtypes()["real floating"]
             dtype('float32')
         """
-        return {"real floating": dtypes.DEFAULT_FLOAT, "integral": dtypes.DEFAULT_INT,
+        return {"real floating": dtypes.DEFAULT_FLOAT, "complex floating": dtypes.DEFAULT_COMPLEX,
+                "integral": dtypes.DEFAULT_INT,
                 "indexing": dtypes.DEFAULT_INT}
 
     def dtypes(self, *, device=None, kind=None) -> dict:

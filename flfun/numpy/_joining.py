@@ -28,7 +28,7 @@ def _common(arrays, op):
         raise TypeError(f"{op}: expected a sequence of arrays, got {type(arrays).__name__}")
     if not arrays:
         raise ValueError(f"{op}: need at least one array")
-    arrays = [a if type(a) in (int, float, bool) else as_array(a) for a in arrays]
+    arrays = [a if type(a) in (int, float, bool, complex) else as_array(a) for a in arrays]
     dt = result_type(*arrays)
     xs = [as_array(a) for a in arrays]
     return [x if x.dtype == dt and not is_weak(x) else lax.convert_element_type(x, dt) for x in xs]

@@ -115,8 +115,10 @@ def inner(a, b, /) -> Array:
 
 
 def outer(a, b, /) -> Array:
-    """Outer product of the flattened operands: ``fnp.outer(fnp.ones(2), fnp.ones(3)).shape == (2, 3)``."""
-    return _dot("outer", a, b, None, flat=True)
+    """Outer product of the flattened operands: ``fnp.outer(fnp.ones(2), fnp.ones(3)).shape == (2, 3)``.
+    (A broadcast product, not a contraction: ``0 * -0`` stays ``-0``.)"""
+    a, b = promote("outer", a, b)
+    return lax.mul(lax_shape.reshape(a, (a.size, 1)), lax_shape.reshape(b, (1, b.size)))
 
 
 def tensordot(a, b, /, axes=2) -> Array:
@@ -162,6 +164,7 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Array:
         (4,)
     """
     a, b = promote("vecdot", x1, x2)
+    a = lax.conj(a) if a.dtype.kind == "c" else a      # the standard's sum of conj(x1) * x2
     n = max(a.ndim, b.ndim)
     if n == 0:
         raise ValueError("vecdot: operands must have at least one dimension, got scalars")

@@ -2,7 +2,10 @@
 primitives behind ``_elementwise.py``, and the closeness / equality tests built on them."""
 import numpy as np
 
-from flfun import dtypes, lax
+from flfun import dtypes
+from flfun.lax_control import while_loop
+from flfun.primitives.base import full
+from flfun.primitives.reduce import reduce_or
 from flfun.numpy._elementwise import (abs, add, bitwise_and, divide, equal, exp, floor, isfinite, isinf, isnan,
                                       log, logaddexp, logical_and, logical_or, maximum, minimum, multiply,
                                       floor_divide, nextafter, power, remainder, right_shift, round, sign,
@@ -56,8 +59,8 @@ def fmin(x1, x2, /):
 def _exp2_int(n, dtype):
     """``2.0 ** n`` for integer arrays ``n``, exact (``n`` split in two halves so neither overflows)."""
     half = right_shift(n, 1)
-    return multiply(power(lax.full((), 2.0, dtype), half.astype(dtype)),
-                    power(lax.full((), 2.0, dtype), subtract(n, half).astype(dtype)))
+    return multiply(power(full((), 2.0, dtype), half.astype(dtype)),
+                    power(full((), 2.0, dtype), subtract(n, half).astype(dtype)))
 
 
 def ldexp(x1, x2, /):
@@ -105,7 +108,7 @@ def gcd(x1, x2, /):
         a, b = ab
         zero = b == 0
         return where(zero, a, b), where(zero, 0, remainder(a, where(zero, 1, b)))
-    return lax.while_loop(lambda ab: lax.reduce_or(ab[1] != 0, tuple(range(ab[1].ndim))), step, (a, b))[0]
+    return while_loop(lambda ab: reduce_or(ab[1] != 0, tuple(range(ab[1].ndim))), step, (a, b))[0]
 
 
 def lcm(x1, x2, /):

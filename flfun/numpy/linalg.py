@@ -79,6 +79,11 @@ def cross(x1, x2, /, *, axis: int = -1) -> Array:
     return lax_shape.concatenate(comps, n + ax)
 
 
+def _magnitude(x):
+    """``|x|`` for complex ``x`` (the norms of the standard are those of the magnitudes); real ``x`` itself."""
+    return lax.abs(x) if dtypes.is_complex(x.dtype) else x
+
+
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
     """Vector p-norm over ``axis`` (all axes by default): ``ord`` is any real p, ``inf``, ``-inf`` or 0 (the count
     of non-zeros). Integer inputs give float32.
@@ -88,7 +93,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
         >>> float(linalg.vector_norm(fnp.asarray([3.0, 4.0])))
         5.0
     """
-    x = to_float(x)
+    x = _magnitude(to_float(x))
     axes = canonical_axes(axis, x.ndim, "vector_norm")
     if isinstance(ord, str) or ord is None or isinstance(ord, bool):
         raise ValueError(f"vector_norm: ord must be a number, inf or -inf, got {ord!r}")
@@ -115,7 +120,7 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
         >>> float(linalg.matrix_norm(fnp.ones((2, 2))))
         2.0
     """
-    x = _matrix_stack(to_float(x), "matrix_norm")
+    x = _matrix_stack(_magnitude(to_float(x)), "matrix_norm")
     r, c = x.ndim - 2, x.ndim - 1
     if ord == "fro":
         out = lax.sqrt(lax_reduce.reduce_sum(lax.mul(x, x), (r, c)))

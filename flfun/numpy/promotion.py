@@ -23,7 +23,7 @@ def promote(op: str, *args, to_float: bool = False):
         if isinstance(a, Array):
             if isinstance(b, Array):
                 d0 = a.dtype
-                if d0 == b.dtype and (not to_float or d0.kind == "f") and is_weak(a) == is_weak(b):
+                if d0 == b.dtype and (not to_float or d0.kind in "fc") and is_weak(a) == is_weak(b):
                     return args
             elif type(b) is float and a.dtype.kind == "f" or type(b) is int and a.dtype.kind in "iuf" \
                     and not to_float:
@@ -35,7 +35,7 @@ def promote(op: str, *args, to_float: bool = False):
         dt, weak = dtypes.result_type(*[dtype_and_weak(a) for a in args])
     except TypeError as e:      # an operand that is no array, number or nested sequence of numbers
         raise TypeError(f"{op}: {e}") from None
-    if to_float and not dtypes.is_float(dt):
+    if to_float and not dtypes.is_inexact(dt):
         dt = dtypes.DEFAULT_FLOAT
     out = []
     for a in args:
@@ -48,6 +48,6 @@ def promote(op: str, *args, to_float: bool = False):
 
 
 def to_float(x):
-    """``x`` as an array, cast to the default float dtype if it is not floating point already."""
+    """``x`` as an array, cast to the default float dtype if it is not floating point (or complex) already."""
     x = asarray_like(x)
-    return x if dtypes.is_float(x.dtype) else convert_element_type(x, dtypes.DEFAULT_FLOAT)
+    return x if dtypes.is_inexact(x.dtype) else convert_element_type(x, dtypes.DEFAULT_FLOAT)

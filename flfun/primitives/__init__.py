@@ -12,7 +12,7 @@ from typing import Callable, Iterator
 from flfun.core import PRIMITIVES, Primitive, register_impl
 
 from flfun.primitives import (base, elementwise, indexing, slicing, shape, reduce, linalg, decomp,  # noqa: F401
-                              collective, rules)    # (importing a family registers its primitives)
+                              collective, fft, rules)    # (importing a family registers its primitives)
 
 
 def get(name: str) -> Primitive:

@@ -159,7 +159,7 @@ def _convert_element_type_abstract_eval(x, *, new_dtype, weak_type=False):
 @jvp_rule(convert_element_type_p)
 def _convert_element_type_jvp(out, primals, tangents, *, new_dtype, weak_type=False):
     (x,), (t,) = primals, tangents
-    return convert_element_type(t, new_dtype) if dtypes.is_float(x.dtype) else Zero(tangent_aval(out))
+    return convert_element_type(t, new_dtype) if dtypes.is_inexact(x.dtype) else Zero(tangent_aval(out))
 
 
 @convert_element_type_p.def_transpose
@@ -299,7 +299,7 @@ def transpose(x, permutation: Sequence[int]):
 
 
 # --------------------------------------------------------------------------------------------------- reduce_sum
-reduce_sum_p = reduction("reduce_sum", "num", linear_jvp)
+reduce_sum_p = reduction("reduce_sum", "number", linear_jvp)
 reduce_sum_p.linear_in = "all"
 
 

@@ -52,8 +52,10 @@ def tangent_aval(x) -> ShapedArray:
 
 
 # -------------------------------------------------------------------------------------------------- shape rules
-_KINDS = {"float": ("f", "floating"), "int": ("iu", "integer"), "bool": ("b", "boolean"), "num": ("iuf", "numeric"),
-          "intbool": ("iub", "integer or boolean"), "any": ("iufb", "any")}
+_KINDS = {"float": ("f", "real floating"), "int": ("iu", "integer"), "bool": ("b", "boolean"),
+          "num": ("iuf", "real numeric"), "intbool": ("iub", "integer or boolean"), "any": ("iufb", "real or boolean"),
+          "inexact": ("fc", "floating or complex"), "complex": ("c", "complex"), "number": ("iufc", "numeric"),
+          "all": ("iufbc", "any")}
 
 
 def check_kinds(op: str, kinds: str, *avals) -> None:
@@ -133,7 +135,7 @@ def guarded_jvp(prim: Primitive, fn: Callable, float_only: bool = True, which: s
     """The jvp rule that ``jvp_rule`` registers."""
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
-        if all(is_zero(t) for t in tangents[which]) or (float_only and not dtypes.is_float(out.dtype)):
+        if all(is_zero(t) for t in tangents[which]) or (float_only and not dtypes.is_inexact(out.dtype)):
             return out, Zero(tangent_aval(out))
         return out, fn(out, primals, tangents, **params)
     return rule

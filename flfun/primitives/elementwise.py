@@ -11,7 +11,7 @@ from typing import Callable
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, is_weak, short
-from flfun.primitives.base import convert_element_type, full  # noqa: F401  (elementwise.convert_element_type)
+from flfun.primitives.base import convert_element_type, full, linear  # noqa: F401  (elementwise.convert_element_type)
 from flfun.primitives.rules import (broadcast_shapes, broadcast_to_shape, broadcasting_batch, check_kinds, check_same,
                                     guarded_jvp, instantiate, is_undefined, is_zero, jvp_rule, naryop_abstract_eval,
                                     unbroadcast, vectorized_batch, zero_jvp)
@@ -22,7 +22,7 @@ def _const(like, value):
     return full((), value, like.dtype)
 
 
-def _unary(name: str, kinds: str = "float", tangent=None, out_dtype=None) -> tuple[Primitive, Callable]:
+def _unary(name: str, kinds: str = "inexact", tangent=None, out_dtype=None) -> tuple[Primitive, Callable]:
     """A unary elementwise primitive and its wrapper; ``tangent(t, x, out)`` gives its jvp (None: piecewise
     constant)."""
     p = Primitive(name)
@@ -36,7 +36,7 @@ def _unary(name: str, kinds: str = "float", tangent=None, out_dtype=None) -> tup
     return p, _wrapper(p, False)
 
 
-def _binary(name: str, kinds: str = "num", out_dtype=None, jvp=None, ints: bool = False, inplace: bool = False,
+def _binary(name: str, kinds: str = "number", out_dtype=None, jvp=None, ints: bool = False, inplace: bool = False,
             linear_in=None, identities=()) -> tuple[Primitive, Callable]:
     """A broadcasting binary primitive and its wrapper; ``jvp(out, primals, tangents)`` gives its output tangent
     (None: piecewise constant), which integer outputs get as a symbolic zero unless ``ints``."""
@@ -61,11 +61,21 @@ def _wrapper(prim, binary: bool):
 
 
 # ----------------------------------------------------------------------------------------------- unary math
-neg_p, neg = _unary("neg", "num", lambda t, x, out: neg(t))
+neg_p, neg = _unary("neg", "number", lambda t, x, out: neg(t))
 neg_p.def_transpose(lambda ct, x: [neg(ct)])
 neg_p.linear_in, neg_p.involution = "all", True
-abs_p, abs = _unary("abs", "num", lambda t, x, out: mul(t, sign(x)))
-sign_p, sign = _unary("sign", "num")
+def _unit(z, size):
+    """``z / |z|`` part by part (0 at 0), exact also for subnormal ``z``."""
+    size = select(eq(size, _const(size, 0)), _const(size, 1), size)
+    return complex(div(real(z), size), div(imag(z), size))
+
+
+abs_p, abs = _unary("abs", "number", lambda t, x, out: mul(t, sign(x)) if x.dtype.kind != "c" else
+                   real(mul(t, conj(_unit(x, out)))))     # d|z| = Re(conj(z / |z|) dz)
+abs_p.elementwise_tangent = None      # not C-linear for complex z: the tape transposes its jvp instead
+abs_p.def_abstract_eval(lambda x: ShapedArray(x.shape, dtypes.real_dtype(check_kinds("abs", "number", x) or x.dtype),
+                                              is_weak(x)))
+sign_p, sign = _unary("sign", "number")
 exp_p, exp = _unary("exp", tangent=lambda t, x, out: mul(t, out))
 log_p, log = _unary("log", tangent=lambda t, x, out: div(t, x))
 log1p_p, log1p = _unary("log1p", tangent=lambda t, x, out: div(t, add(x, _const(x, 1))))
@@ -81,14 +91,19 @@ acos_p, acos = _unary("acos", tangent=lambda t, x, out: neg(mul(t, rsqrt(sub(_co
 atan_p, atan = _unary("atan", tangent=lambda t, x, out: div(t, add(_const(x, 1), mul(x, x))))
 sinh_p, sinh = _unary("sinh", tangent=lambda t, x, out: mul(t, cosh(x)))
 cosh_p, cosh = _unary("cosh", tangent=lambda t, x, out: mul(t, sinh(x)))
-logistic_p, logistic = _unary("logistic", tangent=lambda t, x, out: mul(t, mul(out, sub(_const(out, 1), out))))
-erf_p, erf = _unary("erf", tangent=lambda t, x, out: mul(t, mul(_const(x, 2 / math.sqrt(math.pi)),
+asinh_p, asinh = _unary("asinh", tangent=lambda t, x, out: mul(t, rsqrt(add(mul(x, x), _const(x, 1)))))
+acosh_p, acosh = _unary("acosh", tangent=lambda t, x, out: mul(t, rsqrt(mul(sub(x, _const(x, 1)),
+                                                                             add(x, _const(x, 1))))))
+atanh_p, atanh = _unary("atanh", tangent=lambda t, x, out: div(t, sub(_const(x, 1), mul(x, x))))
+logistic_p, logistic = _unary("logistic", "float", tangent=lambda t, x, out: mul(t, mul(out, sub(_const(out, 1), out))))
+erf_p, erf = _unary("erf", "float", tangent=lambda t, x, out: mul(t, mul(_const(x, 2 / math.sqrt(math.pi)),
                                                                  exp(neg(mul(x, x))))))
-floor_p, floor = _unary("floor")
-ceil_p, ceil = _unary("ceil")
-round_p, round = _unary("round")
+floor_p, floor = _unary("floor", "float")
+ceil_p, ceil = _unary("ceil", "float")
+round_p, round = _unary("round", "float")
 round.__doc__ += " Halves round to even, as in numpy (``jax.lax.round`` rounds them away from zero by default)."
 is_finite_p, is_finite = _unary("is_finite", "float", out_dtype=dtypes.bool_)
+signbit_p, signbit = _unary("signbit", "float", out_dtype=dtypes.bool_)   # the sign bit itself: -0.0 and -nan too
 not_p, not_ = _unary("not", "intbool")
 
 # integer_pow: x ** y for a static Python int y (the common x**2 stays one cheap primitive)
@@ -97,7 +112,7 @@ integer_pow_p = Primitive("integer_pow")
 
 @integer_pow_p.def_abstract_eval
 def _integer_pow_abstract_eval(x, *, y):
-    check_kinds("integer_pow", "num", x)
+    check_kinds("integer_pow", "number", x)
     if not isinstance(y, int) or (y < 0 and not dtypes.is_float(x.dtype)):
         raise TypeError(f"integer_pow: exponent must be a Python int (non-negative for integers), got {y!r} "
                         f"for {short(x)}")
@@ -178,7 +193,7 @@ def _div_transpose(ct, x, y):
 
 
 # d/dy = -trunc(x / y), and (x - out) / y is that quotient exactly in floating point
-rem_p, rem = _binary("rem", jvp=_sum_rule(_ident, lambda t, x, y, out: neg(mul(t, div(sub(x, out), y)))))
+rem_p, rem = _binary("rem", "num", jvp=_sum_rule(_ident, lambda t, x, y, out: neg(mul(t, div(sub(x, out), y)))))
 # d/dx = y * x**(y-1) stays finite at x == 0 for y >= 1; d/dy = log(x) * out with log(0) taken as 0
 pow_p, pow = _binary("pow", jvp=_sum_rule(
     lambda t, x, y, out: mul(t, mul(y, pow(x, sub(y, _const(y, 1))))),
@@ -193,8 +208,8 @@ def _minmax_rule(pick_x):
     return rule
 
 
-max_p, max = _binary("max", jvp=_minmax_rule(lambda x, y: gt(x, y)), ints=True)
-min_p, min = _binary("min", jvp=_minmax_rule(lambda x, y: lt(x, y)), ints=True)
+max_p, max = _binary("max", "num", jvp=_minmax_rule(lambda x, y: gt(x, y)), ints=True)
+min_p, min = _binary("min", "num", jvp=_minmax_rule(lambda x, y: lt(x, y)), ints=True)
 atan2_p, atan2 = _binary("atan2", "float", jvp=_sum_rule(
     lambda t, x, y, out: mul(t, div(y, add(mul(x, x), mul(y, y)))),
     lambda t, x, y, out: neg(mul(t, div(x, add(mul(x, x), mul(y, y)))))))
@@ -207,12 +222,37 @@ xor_p, xor = _binary("xor", "intbool")
 shift_left_p, shift_left = _binary("shift_left", "int")
 shift_right_logical_p, shift_right_logical = _binary("shift_right_logical", "int")
 shift_right_arithmetic_p, shift_right_arithmetic = _binary("shift_right_arithmetic", "int")
-eq_p, eq = _binary("eq", "any", dtypes.bool_)
-ne_p, ne = _binary("ne", "any", dtypes.bool_)
+eq_p, eq = _binary("eq", "all", dtypes.bool_)
+ne_p, ne = _binary("ne", "all", dtypes.bool_)
 lt_p, lt = _binary("lt", "num", dtypes.bool_)
 le_p, le = _binary("le", "num", dtypes.bool_)
 gt_p, gt = _binary("gt", "num", dtypes.bool_)
 ge_p, ge = _binary("ge", "num", dtypes.bool_)
+
+
+# ------------------------------------------------------------------------------------------------ complex parts
+def _part(name: str, kinds: str, out_dtype) -> tuple[Primitive, Callable]:
+    """A linear unary primitive between complex and real values (``real``, ``imag``, ``conj``)."""
+    p = Primitive(name)
+    p.def_abstract_eval(lambda x: ShapedArray(x.shape, out_dtype(check_kinds(name, kinds, x) or x.dtype), is_weak(x)))
+    p.def_batch(vectorized_batch(p))
+    p.linear_in = "all"
+    return p, _wrapper(p, False)
+
+
+real_p, real = _part("real", "complex", dtypes.real_dtype)
+linear(real_p)(lambda ct, x: [complex(ct, full(ct.shape, 0, ct.dtype))])
+imag_p, imag = _part("imag", "complex", dtypes.real_dtype)
+linear(imag_p)(lambda ct, x: [complex(full(ct.shape, 0, ct.dtype), neg(ct))])
+conj_p, conj = _part("conj", "complex", lambda dt: dt)
+linear(conj_p)(lambda ct, x: [conj(ct)])
+conj_p.involution = True
+complex_p, complex = _binary("complex", "float", out_dtype=None, linear_in="all")
+complex_p.def_abstract_eval(lambda x, y: ShapedArray(naryop_abstract_eval("complex", "float")(x, y).shape,
+                                                     dtypes.complex_dtype(x.dtype)))
+linear(complex_p)(lambda ct, x, y: [unbroadcast(real(ct), x.aval) if is_undefined(x) else None,
+                                    unbroadcast(neg(imag(ct)), y.aval) if is_undefined(y) else None])
+complex.__doc__ = "``x + 1j * y`` from two real arrays of one dtype: ``lax.complex(x, y)``."
 
 
 # ------------------------------------------------------------------------------------------------- select_n

@@ -78,7 +78,7 @@ def reduce_min(x, axes):
 
 
 # -------------------------------------------------------------------------------------------------- reduce_prod
-reduce_prod_p = reduction("reduce_prod", "num")
+reduce_prod_p = reduction("reduce_prod", "number")
 
 
 @jvp_rule(reduce_prod_p)
@@ -155,8 +155,8 @@ def argmin(x, axis: int, index_dtype):
 
 
 # ----------------------------------------------------------------------------------------------------- scans
-def _scan(name: str, jvp=None) -> Primitive:
-    p = _axis_op(name, "num", lambda name, x, axis, *, reverse: ShapedArray(x.shape, x.dtype, is_weak(x)), True, jvp)
+def _scan(name: str, jvp=None, kinds: str = "num") -> Primitive:
+    p = _axis_op(name, kinds, lambda name, x, axis, *, reverse: ShapedArray(x.shape, x.dtype, is_weak(x)), True, jvp)
     p.inplace = (0,)
     return p
 
@@ -179,7 +179,7 @@ def _log_step_scan(x, t, axis, reverse, identity, combine):
     return t
 
 
-cumsum_p = _scan("cumsum", linear_jvp)
+cumsum_p = _scan("cumsum", linear_jvp, "number")
 cumsum_p.linear_in = "all"
 
 
@@ -199,7 +199,7 @@ def cumsum(x, axis: int, reverse: bool = False):
     return bind(cumsum_p, x, axis=int(axis), reverse=bool(reverse))
 
 
-cumprod_p = _scan("cumprod")
+cumprod_p = _scan("cumprod", kinds="number")
 
 
 @jvp_rule(cumprod_p)

@@ -141,7 +141,7 @@ def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
 @sort_p.def_jvp
 def _sort_jvp(primals, tangents, **params):
     out, nk = sort_p.bind(*primals, **params), params["num_keys"]
-    carried = [i for i, (p, t) in enumerate(zip(primals, tangents)) if not is_zero(t) and dtypes.is_float(p.dtype)]
+    carried = [i for i, (p, t) in enumerate(zip(primals, tangents)) if not is_zero(t) and dtypes.is_inexact(p.dtype)]
     # tangents ride along with the keys as extra operands: the same permutation, linear in them
     moved = dict(zip(carried, sort_p.bind(*primals[:nk], *[tangents[i] for i in carried], **params)[nk:])
                  if carried else ())

@@ -35,7 +35,7 @@ def close_program(program: Program, consts: list) -> tuple[ClosedProgram, list]:
         if isinstance(c, Tracer) or tape is not None and id(c) in tape.index:   # the eager grad tape watches c
             tracers[v] = c
             continue
-        arr = c if type(c) is Array else to_array(c, v.aval.dtype if type(c) in (int, float, bool) else None)
+        arr = c if type(c) is Array else to_array(c, v.aval.dtype if type(c) in (int, float, bool, complex) else None)
         if arr.shape:
             keep[v] = arr
         else:

@@ -42,8 +42,8 @@ def _setup(fname, f, argnums, args):
     dargs = tuple(args[n] for n in nums)
     for n, arg in zip(nums, dargs):
         for aval in map(get_aval, tree_leaves(arg)):
-            if not dtypes.is_float(aval.dtype):
-                raise TypeError(f"{fname}: differentiated inputs must be floating point, got {aval.str_short()} "
+            if not dtypes.is_inexact(aval.dtype):
+                raise TypeError(f"{fname}: differentiated inputs must be floating point or complex, got {aval.str_short()} "
                                 f"(argument {n})")
     leaves, tree = tree_flatten(dargs)
 
@@ -83,7 +83,7 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         out, f_vjp = vjp(g, *dargs)
         out_leaves, out_tree = tree_flatten(out)
         out_avals = [get_aval(o) for o in out_leaves]
-        bad = next((a for a in out_avals if not dtypes.is_float(a.dtype)), None)
+        bad = next((a for a in out_avals if not dtypes.is_inexact(a.dtype)), None)
         if bad is not None:
             raise TypeError(f"jacrev: the function's outputs must be floating point, got {bad.str_short()} "
                             f"(an integer or bool output has no reverse-mode cotangent; cast it with .astype)")

@@ -68,7 +68,7 @@ def _tangent_leaves(fname: str, tangents: tuple, p_leaves: list, p_tree, structu
     p_avals = [get_aval(p) for p in p_leaves]
     t_leaves = [leaf_like(t, a) for t, a in zip(t_leaves, p_avals)]
     for i, (pa, ta) in enumerate(zip(p_avals, map(get_aval, t_leaves))):
-        if pa.shape != ta.shape or (dtypes.is_float(pa.dtype) and pa.dtype != ta.dtype):
+        if pa.shape != ta.shape or (dtypes.is_inexact(pa.dtype) and pa.dtype != ta.dtype):
             raise ValueError(f"{fname}: tangent {i} has aval {ta.str_short()} but its primal has {pa.str_short()}; "
                              f"they must match")
     return t_leaves
@@ -81,7 +81,7 @@ def as_arrays(xs: list) -> list:
 
 def _input_tangent(primal, t):
     """Integer and boolean inputs have no tangent space: whatever tangent they were given is a symbolic zero."""
-    if not dtypes.is_float(primal.dtype):
+    if not dtypes.is_inexact(primal.dtype):
         return Zero(tangent_aval(primal))
     return t if is_zero(t) or isinstance(t, Array) else to_array(t)
 

@@ -42,7 +42,7 @@ def _split(xs, *sizes) -> list:
 
 
 def float_nz(tangents, avals) -> list:
-    return [not is_zero(t) and dtypes.is_float(a.dtype) for t, a in zip(tangents, avals)]
+    return [not is_zero(t) and dtypes.is_inexact(a.dtype) for t, a in zip(tangents, avals)]
 
 
 # --------------------------------------------------------------------------------------------------- scan

@@ -77,13 +77,13 @@ def tape_vjp_flat(f, primals: list):
             acc[id(x)] = ct if prev is None else add(prev, ct)
 
         for o, ct in zip(outs, cts):
-            if id(o) in tape.index and ct is not None and not is_zero(ct) and dtypes.is_float(o.dtype):
+            if id(o) in tape.index and ct is not None and not is_zero(ct) and dtypes.is_inexact(o.dtype):
                 accumulate(o, ct)
         for prim, params, args, node_outs, watched in reversed(tape.nodes):
             if acc.keys().isdisjoint(map(id, node_outs)):
                 continue
             node_cts = [acc.pop(id(o), None) for o in node_outs]
-            need = [i for i, w in enumerate(watched) if w and dtypes.is_float(args[i].dtype)]
+            need = [i for i, w in enumerate(watched) if w and dtypes.is_inexact(args[i].dtype)]
             for i, ct in node_vjp(prim, params, args, node_outs, node_cts, need).items() if need else ():
                 if ct is not None and not is_zero(ct):
                     accumulate(args[i], ct)

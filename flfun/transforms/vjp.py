@@ -56,7 +56,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
             raise ValueError(f"vjp: cotangent structure {ct_tree} does not match the output's {out_tree[0]}")
         ct_leaves = [leaf_like(c, a) for c, a in zip(ct_leaves, out_avals)]
         for i, (ca, a) in enumerate(zip(map(get_aval, ct_leaves), out_avals)):
-            if ca.shape != a.shape or (dtypes.is_float(a.dtype) and ca.dtype != a.dtype):
+            if ca.shape != a.shape or (dtypes.is_inexact(a.dtype) and ca.dtype != a.dtype):
                 raise ValueError(f"vjp: cotangent {i} has aval {ca.str_short()} but the output has {a.str_short()}; "
                                  f"they must match")
         return tree_unflatten(p_tree, [instantiate(c) for c in f_vjp_flat(ct_leaves)])
@@ -83,7 +83,8 @@ def with_args(args: tuple, nums: tuple, values) -> list:
     return [new.get(i, a) for i, a in enumerate(args)]
 
 
-def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False) -> Callable:
     """Like ``grad`` but returns ``(value, gradient)``; with ``has_aux``, ``((value, aux), gradient)``.
 
     Example::
@@ -99,9 +100,10 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
             leaves, tree = tree_flatten(tuple(args[n] for n in nums))
         for leaf in leaves:
             dt = leaf.dtype if isinstance(leaf, Array) else get_aval(leaf).dtype
-            if not dtypes.is_float(dt):
-                n = next(n for n in nums if any(not dtypes.is_float(get_aval(x).dtype) for x in tree_leaves(args[n])))
-                raise TypeError(f"grad: argument {n} has dtype {dt}; grad requires floating-point inputs "
+            if not (dtypes.is_complex(dt) if holomorphic else dtypes.is_inexact(dt)):
+                want = "complex inputs with holomorphic=True" if holomorphic else "floating-point or complex inputs"
+                n = next(n for n in nums if any(get_aval(x).dtype == dt for x in tree_leaves(args[n])))
+                raise TypeError(f"grad: argument {n} has dtype {dt}; grad requires {want} "
                                 f"(cast with .astype or differentiate other argnums)")
         aux_box = []
 
@@ -112,10 +114,12 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
             return [out]
         (out,), f_vjp = vjp_flat(flat_f, leaves)
         aval = get_aval(out) if isinstance(out, Array) or type(out) in (int, float) else None
-        if aval is None or aval.shape != () or not dtypes.is_float(aval.dtype):
+        if aval is None or aval.shape != () or not (dtypes.is_complex(aval.dtype) if holomorphic
+                                                     else dtypes.is_float(aval.dtype)):
             what = aval.str_short() if aval is not None else f"a {type(out).__name__}"
-            raise TypeError(f"grad: the function must return a float scalar, got {what}; use jacrev or vjp "
-                            f"for non-scalar outputs")
+            want = "a complex scalar (holomorphic=True)" if holomorphic else "a real float scalar"
+            raise TypeError(f"grad: the function must return {want}, got {what}; use jacrev or vjp for non-scalar "
+                            f"outputs{'' if holomorphic or aval is None or aval.dtype.kind != 'c' else ', holomorphic=True for a complex one'}")
         seed = full_array((), 1, aval.dtype)
         if type(out) is Array and out._device is not seed._device:   # seed the cotangent where the output lives
             seed = wrap(out._device.put(seed._value), out._device)
@@ -125,15 +129,19 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     return vg
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-    """The gradient of a float-scalar function with respect to argument(s) ``argnums`` (pytrees allowed).
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+    """The gradient of a real float-scalar function with respect to argument(s) ``argnums`` (pytrees allowed).
+
+    Complex inputs follow JAX's convention: for real ``f`` of complex ``z = x + iy`` the result is
+    ``df/dx - i df/dy`` (``grad(lambda z: abs(z) ** 2)(z) == 2 * conj(z)``); ``holomorphic=True`` differentiates
+    a complex-valued holomorphic ``f`` of complex inputs (``grad(fnp.sin, holomorphic=True)(z) == cos(z)``).
 
     Example::
 
         >>> fl.grad(lambda x: fnp.sum(x ** 2))(fnp.arange(3.0))
         Array([0., 2., 4.])
     """
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
     def g(*args, **kwargs):
         value, grads = vg(*args, **kwargs)

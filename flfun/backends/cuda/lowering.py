@@ -44,7 +44,7 @@ def c_literal(val, dtype) -> str:
 
 
 _UNARY_FLOAT = ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "asin", "acos", "atan", "sinh",
-                "cosh", "erf", "floor", "ceil")
+                "cosh", "asinh", "acosh", "atanh", "erf", "floor", "ceil")
 # C templates of the simple equations, keyed by the input dtype kinds each accepts: ``{x}`` and ``{y}`` are the
 # operands, ``{ct}`` the output's C type and ``{f}`` the float32 suffix of C math functions ("" for double)
 _TEMPLATES: dict[str, dict[str, str]] = {
@@ -57,7 +57,7 @@ _TEMPLATES: dict[str, dict[str, str]] = {
              "i": "(({ct})((({x}) > 0) - (({x}) < 0)))"},
     "rsqrt": {"f": "(({ct})1 / sqrt{f}({x}))"},
     "logistic": {"f": "(({x}) >= 0 ? ({ct})1 / (({ct})1 + exp{f}(-({x}))) : exp{f}({x}) / (({ct})1 + exp{f}({x})))"},
-    "is_finite": {"f": "isfinite({x})"},
+    "is_finite": {"f": "isfinite({x})"}, "signbit": {"f": "signbit({x})"},
     "not": {"b": "(!({x}))", "iu": "(({ct})(~({x})))"},
     "add": {"fiu": "(({ct})(({x}) + ({y})))"}, "sub": {"fiu": "(({ct})(({x}) - ({y})))"},
     "mul": {"fiu": "(({ct})(({x}) * ({y})))"}, "div": {"f": "(({x}) / ({y}))"},

@@ -6,10 +6,10 @@ without bumping the registry version for each.
 """
 from __future__ import annotations
 
-from flfun.backends.xp import collective, decomp, elementwise, indexing, linalg, reduce, shape
+from flfun.backends.xp import collective, decomp, elementwise, fft, indexing, linalg, reduce, shape
 from flfun.backends.xp.common import WritesOut, finish
 
-FAMILIES = (elementwise, reduce, shape, indexing, linalg, decomp, collective)
+FAMILIES = (elementwise, reduce, shape, indexing, linalg, decomp, collective, fft)
 
 
 def install_impls(xp, backend: str, first: dict | None = None) -> None:

@@ -95,11 +95,42 @@ def clamp(xp, lo, x, hi):
 
 
 def convert_element_type(xp, x, *, new_dtype, weak_type=False):
+    if x.dtype.kind == "c" and xp.dtype(new_dtype).kind != "c":
+        x = xp.real(x)                 # the real part, as JAX (and numpy, with a warning) take it
     return x.astype(new_dtype)
+
+
+def complex_(xp, x, y):
+    out = xp.empty(xp.broadcast_shapes(xp.shape(x), xp.shape(y)), xp.result_type(x, xp.complex64))
+    out.real, out.imag = x, y          # (not x + 1j * y: 1j * inf is nan + inf j)
+    return out
 
 
 def rem(xp, x, y):
     return xp.fmod(x, y)     # (not the bare ufunc: jit gives it no out=, as before)
+
+
+def expm1(xp, x):
+    out = xp.expm1(x)
+    if x.dtype.kind == "c":    # numpy's complex expm1 gives nan + nan j at infinities: exp(x) - 1 is right there
+        out = xp.where(xp.isfinite(x), out, xp.exp(x) - 1)
+    return out
+
+
+def tanh(xp, x):
+    out = xp.tanh(x)
+    if x.dtype.kind == "c":    # tanh(+-inf + i y) = +-1 + 0 j with the sign of y (the standard's special case)
+        fix = xp.isinf(x.real) & xp.isfinite(x.imag)
+        out = xp.where(fix, complex_(xp, xp.sign(x.real), xp.copysign(0.0, x.imag)), out).astype(x.dtype)
+    return out
+
+
+def real(xp, x):
+    return xp.real(x).copy()       # a fresh buffer, not a view into x's
+
+
+def imag(xp, x):
+    return xp.imag(x).copy()
 
 
 def _identity(xp, x):
@@ -112,11 +143,12 @@ def _barrier(xp, *xs, remat=(0, 0)):
 
 # primitive name -> the ufunc's name in xp
 UFUNCS = {"neg": "negative", "abs": "absolute", "sign": "sign", "exp": "exp", "log": "log", "log1p": "log1p",
-          "expm1": "expm1", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh",
-          "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "floor": "floor",
-          "ceil": "ceil", "is_finite": "isfinite", "not": "invert", "add": "add", "sub": "subtract",
+          "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
+          "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "asinh": "arcsinh",
+          "acosh": "arccosh", "atanh": "arctanh", "floor": "floor",
+          "ceil": "ceil", "is_finite": "isfinite", "signbit": "signbit", "not": "invert", "add": "add", "sub": "subtract",
           "mul": "multiply", "pow": "power", "max": "maximum", "min": "minimum", "atan2": "arctan2",
-          "nextafter": "nextafter", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+          "nextafter": "nextafter", "conj": "conjugate", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
           "shift_right_arithmetic": "right_shift", "eq": "equal", "ne": "not_equal", "lt": "less",
           "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
 
@@ -127,7 +159,8 @@ def impls(xp) -> dict:
     bound = {name: functools.partial(fn, xp) for name, fn in (
         ("erf", erf), ("rem", rem), ("integer_pow", integer_pow), ("shift_left", shift_left),
         ("shift_right_logical", shift_right_logical), ("clamp", clamp),
-        ("convert_element_type", convert_element_type), ("stop_gradient", _identity),
+        ("convert_element_type", convert_element_type), ("complex", complex_),
+        ("real", real), ("imag", imag), ("expm1", expm1), ("tanh", tanh), ("stop_gradient", _identity),
         ("optimization_barrier", _barrier))}
     writes = {name: WritesOut(functools.partial(fn, xp)) for name, fn in (
         ("rsqrt", rsqrt), ("div", div), ("select_n", select_n), ("logistic", logistic))}
