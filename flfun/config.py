@@ -3,6 +3,7 @@
 ``FLFUN_DEBUG=1`` turns on extra checks; ``FLFUN_JIT_PLANNED=0`` runs jitted programs without the memory
 planner; ``FLFUN_EAGER_TAPE=0`` makes eager grad use linearize + transpose; ``FLFUN_BACKEND`` picks the default
 backend; ``FLFUN_CPU_DEVICES`` sets the number of CPU devices;
+``FLFUN_CPU_FUSION=0`` keeps jit on the CPU off the fused C kernels;
 ``FLFUN_TF32``, ``FLFUN_FUSION`` and ``FLFUN_CUDA_GRAPHS`` control the cupy backend (see cupy_backend.py);
 ``FLFUN_JIT_CACHE_SIZE`` / ``FLFUN_JIT_CACHE_BYTES`` bound each jitted function's compiled programs (LRU).
 """
@@ -24,6 +25,7 @@ class Config:
     cpu_devices: int = int(os.environ.get("FLFUN_CPU_DEVICES", "1"))
     tf32: bool = _flag("FLFUN_TF32", False)      # cupy: float32 GEMMs in TF32 (default: true fp32)
     fusion: bool = _flag("FLFUN_FUSION", True)   # cupy jit: elementwise chains become generated kernels
+    cpu_fusion: bool = _flag("FLFUN_CPU_FUSION", True)   # numpy jit: fused chains become C kernels (gcc)
     cuda_graphs: bool = _flag("FLFUN_CUDA_GRAPHS", True)   # cupy jit: replay a repeated step as a CUDA graph
     eager_tape: bool = _flag("FLFUN_EAGER_TAPE", True)   # eager grad on a tape (False: linearize + transpose)
     # the bounds of each jitted function's cache of compiled programs (entries, and bytes of arenas they pin)

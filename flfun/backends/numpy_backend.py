@@ -11,7 +11,13 @@ from flfun.config import config
 
 def make_backend() -> Backend:
     devices = [Device("cpu", i, "numpy", np) for i in range(max(1, config.cpu_devices))]
-    return Backend("numpy", np, devices, lambda: install_impls(np, "numpy"))
+    return Backend("numpy", np, devices, _install)
+
+
+def _install() -> None:
+    install_impls(np, "numpy")
+    from flfun.backends import cfuse       # jit's fused C kernels (used where a C compiler is found)
+    cfuse.install()
 
 
 register_backend_factory("numpy", make_backend)

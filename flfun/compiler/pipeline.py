@@ -65,14 +65,15 @@ def compile_key(device, donated: tuple = (), strategy: str | None = None) -> tup
 
 def global_version() -> tuple:
     """The part of ``compile_key`` shared by all devices: the primitive registry version (impls, lowerings), the
-    backend compilers' version and the switches that change generated code (``jit_planned``, ``fusion``).
-    jit's per-call fast path compares it (and the allocator) before reusing an executable.
+    backend compilers' version and the switches that change generated code (``jit_planned``, ``fusion``,
+    ``cpu_fusion``). jit's per-call fast path compares it (and the allocator) before reusing an executable.
 
     Example::
 
         v = global_version(); flfun.config.jit_planned = False; assert global_version() != v
     """
-    return (core.registry_version, _compilers_version, config.jit_planned, config.fusion)
+    return (core.registry_version, _compilers_version, config.jit_planned, config.fusion,
+            config.cpu_fusion)
 
 
 def compile_program(closed: ClosedProgram, device=None, donated: tuple = (), strategy: str | None = None):

@@ -110,12 +110,14 @@ def local_processes() -> int:
 
 
 def default_cpu_threads(ranks_on_host: int) -> int | None:
-    """The threads of one of ``ranks_on_host`` processes on this host: ``FLFUN_CPU_THREADS`` if set; ``None``
-    (leave BLAS alone) when a BLAS thread variable is set; else its share of the cores."""
-    env = os.environ.get("FLFUN_CPU_THREADS")
+    """The threads of one of ``ranks_on_host`` processes on this host: ``FLFUN_NUM_THREADS`` (or its older name
+    ``FLFUN_CPU_THREADS``) if set; ``None`` (leave BLAS alone) when a BLAS thread variable is set; else its share
+    of the cores."""
+    name = "FLFUN_NUM_THREADS" if "FLFUN_NUM_THREADS" in os.environ else "FLFUN_CPU_THREADS"
+    env = os.environ.get(name)
     if env is not None:
         if not env.isdigit() or int(env) < 1:
-            raise ValueError(f"FLFUN_CPU_THREADS must be a positive int, got {env!r}")
+            raise ValueError(f"{name} must be a positive int, got {env!r}")
         return int(env)
     if any(v in os.environ for v in _BLAS_VARS):
         return None

@@ -71,8 +71,9 @@ _TEMPLATES: dict[str, dict[str, str]] = {
 
 
 def _extremum(a: str, b: str, dt, biggest: bool) -> str:
-    """numpy's maximum/minimum: NaN if either operand is NaN."""
-    op = ">=" if biggest else "<="
+    """numpy's maximum/minimum: NaN if either operand is NaN, the second operand if they compare equal (so
+    ``max(0.0, -0.0)`` is ``-0.0``)."""
+    op = ">" if biggest else "<"
     if dt.kind == "f":
         return f"((({a}) {op} ({b}) || isnan({a})) ? ({a}) : ({b}))"
     return f"((({a}) {op} ({b})) ? ({a}) : ({b}))"
