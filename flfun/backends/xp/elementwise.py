@@ -110,19 +110,20 @@ def rem(xp, x, y):
     return xp.fmod(x, y)     # (not the bare ufunc: jit gives it no out=, as before)
 
 
-def expm1(xp, x):
-    out = xp.expm1(x)
-    if x.dtype.kind == "c":    # numpy's complex expm1 gives nan + nan j at infinities: exp(x) - 1 is right there
-        out = xp.where(xp.isfinite(x), out, xp.exp(x) - 1)
-    return out
+def expm1(xp, x, out=None):
+    if x.dtype.kind != "c":
+        return xp.expm1(x, out=out)
+    # numpy's complex expm1 gives nan + nan j at infinities: exp(x) - 1 is right there
+    return finish(xp.where(xp.isfinite(x), xp.expm1(x), xp.exp(x) - 1), out)
 
 
-def tanh(xp, x):
-    out = xp.tanh(x)
-    if x.dtype.kind == "c":    # tanh(+-inf + i y) = +-1 + 0 j with the sign of y (the standard's special case)
-        fix = xp.isinf(x.real) & xp.isfinite(x.imag)
-        out = xp.where(fix, complex_(xp, xp.sign(x.real), xp.copysign(0.0, x.imag)), out).astype(x.dtype)
-    return out
+def tanh(xp, x, out=None):
+    if x.dtype.kind != "c":
+        return xp.tanh(x, out=out)
+    # tanh(+-inf + i y) = +-1 + 0 j with the sign of y (the standard's special case)
+    fix = xp.isinf(x.real) & xp.isfinite(x.imag)
+    return finish(xp.where(fix, complex_(xp, xp.sign(x.real), xp.copysign(0.0, x.imag)), xp.tanh(x)).astype(
+        x.dtype), out)
 
 
 def real(xp, x):
@@ -160,10 +161,11 @@ def impls(xp) -> dict:
         ("erf", erf), ("rem", rem), ("integer_pow", integer_pow), ("shift_left", shift_left),
         ("shift_right_logical", shift_right_logical), ("clamp", clamp),
         ("convert_element_type", convert_element_type), ("complex", complex_),
-        ("real", real), ("imag", imag), ("expm1", expm1), ("tanh", tanh), ("stop_gradient", _identity),
+        ("real", real), ("imag", imag), ("stop_gradient", _identity),
         ("optimization_barrier", _barrier))}
     writes = {name: WritesOut(functools.partial(fn, xp)) for name, fn in (
-        ("rsqrt", rsqrt), ("div", div), ("select_n", select_n), ("logistic", logistic))}
+        ("rsqrt", rsqrt), ("div", div), ("select_n", select_n), ("logistic", logistic), ("expm1", expm1),
+        ("tanh", tanh))}
     return {**{name: getattr(xp, u) for name, u in UFUNCS.items()}, **bound, **writes,
             "round": WritesOut(in_float32(xp, xp.round))}      # numpy has no bfloat16 round
 
