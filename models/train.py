@@ -29,6 +29,9 @@ from models.runlog import SIGNALS, StopFlag, folder_problem, plot_losses, write_
 
 MODELS = ("mlp", "cnn", "transformer", "lstm")
 CKPT_NAME = "checkpoint.safetensors"
+# one BLAS thread by default: the LSTM's per-step matmuls ((32, 256) @ (256, 1024)) are small, and on a busy machine a
+# second OpenBLAS thread spin-waits (measured at load 10 on 2 cores: 0.48 s per step with one thread, 9.1 s with two)
+ONE_BLAS_THREAD = ("lstm",)
 
 
 # -------------------------------------------------------------------------------------------------- arguments
@@ -82,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-nonfinite", action="store_true", help="skip the update of a step whose loss or "
                    "gradient is not finite (counted in metrics.json) instead of stopping the run")
     p.add_argument("--cpu-threads", type=_positive(int), help="BLAS threads per process (default: the cores "
-                   "divided among the processes of this machine; also FLFUN_CPU_THREADS)")
+                   "divided among the processes of this machine, 1 for lstm; also FLFUN_CPU_THREADS)")
     p.add_argument("--devices", type=_positive(int), help="data parallel over N CPU devices (per process) with "
                    "pmap; under mpiexec every process joins (see models/data_parallel.py)")
     p.add_argument("--zero", action="store_true", help="data parallel with the optimizer state sharded (ZeRO-1)")
@@ -463,6 +466,8 @@ def main(argv=None) -> int:
         return 0
     from flfun.distributed import threads
     n = args.cpu_threads or threads.default_cpu_threads(threads.local_processes())
+    if n is not None and args.model in ONE_BLAS_THREAD and not (args.cpu_threads or "FLFUN_CPU_THREADS" in os.environ):
+        n = 1
     if n is not None:       # None: the user sized the BLAS pools with OPENBLAS_NUM_THREADS and friends
         threads.set_cpu_threads(n)
     try:

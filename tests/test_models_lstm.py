@@ -9,6 +9,7 @@ import pytest
 import flfun.numpy as fnp
 import flfun.random as fr
 from flfun import serialization as checkpoint
+from flfun.distributed import threads
 from models import data
 from models import lstm as L
 from models import train
@@ -30,11 +31,15 @@ def test_state_carries_across_calls_and_generation():
         L.generate(model, data.encode("x"), 2, fr.key(1), temperature=0)
 
 
-def test_train_command_checkpoint_resume_and_sample(tmp_path, monkeypatch, capsys):
+def test_train_command_checkpoint_resume_and_sample(tmp_path, monkeypatch, capsys, request):
     monkeypatch.setattr(L, "LSTMConfig", lambda: TINY)
+    for var in ("FLFUN_CPU_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
     out, ck, ck2 = (str(tmp_path / n) for n in ("out", "ck", "ck2"))
     common = ["lstm", "--steps", "4", "--batch-size", "4", "--out", out, "--no-progress", "--seed", "2"]
+    request.addfinalizer(lambda before=threads.count: threads.set_cpu_threads(before))
     assert train.main(common + ["--checkpoint-dir", ck]) == 0
+    assert threads.count == 1            # the LSTM's default: one BLAS thread
     with open(os.path.join(out, "metrics.json")) as f:
         m = json.load(f)
     assert m["model"] == "lstm" and m["steps"] == 4 and m["config"]["hidden_size"] == 16

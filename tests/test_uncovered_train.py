@@ -45,7 +45,7 @@ def test_bad_flags_are_usage_errors(argv, message, capsys):
 
 def test_help_lists_the_models_and_options():
     text = train.build_parser().format_help()
-    assert "{mlp,cnn,transformer,sample}" in text and "--time-limit" in text and "--zero" in text
+    assert "{mlp,cnn,transformer,lstm,sample}" in text and "--time-limit" in text and "--zero" in text
 
 
 def test_cupy_backend_without_cupy_is_a_usage_error(capsys):

@@ -10,23 +10,16 @@ biases are torch's ``bias_ih_l0`` and ``bias_hh_l0``: copy torch weights with ``
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from flfun import lax, random
+from flfun import lax
 from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.nn import functional as F
-from flfun.nn.layers.dense import split_key
+from flfun.nn.layers.dense import bias_init, split_key
 from flfun.nn.module import Module, static_field
 
 __all__ = ["GRU", "LSTM"]
-
-
-def _torch_uniform(key, hidden: int, shape, dtype) -> Array:
-    bound = 1.0 / math.sqrt(hidden)
-    return random.uniform(key, shape, dtype, -bound, bound)
 
 
 class _Recurrent(Module):
@@ -42,10 +35,10 @@ class _Recurrent(Module):
     def __init__(self, input_size: int, hidden_size: int, *, key, use_bias: bool = True, dtype=np.float32):
         k1, k2, k3, k4 = split_key(key, 4)
         g = self.gates * hidden_size
-        self.weight_ih = _torch_uniform(k1, hidden_size, (input_size, g), dtype)
-        self.weight_hh = _torch_uniform(k2, hidden_size, (hidden_size, g), dtype)
-        self.bias_ih = _torch_uniform(k3, hidden_size, (g,), dtype) if use_bias else None
-        self.bias_hh = _torch_uniform(k4, hidden_size, (g,), dtype) if use_bias else None
+        self.weight_ih = bias_init(k1, hidden_size, (input_size, g), dtype)
+        self.weight_hh = bias_init(k2, hidden_size, (hidden_size, g), dtype)
+        self.bias_ih = bias_init(k3, hidden_size, (g,), dtype) if use_bias else None
+        self.bias_hh = bias_init(k4, hidden_size, (g,), dtype) if use_bias else None
         self.hidden_size = int(hidden_size)
 
     def _check(self, x, states: tuple) -> None:
