@@ -69,6 +69,15 @@ def polygamma(m, x):
     return (-1.0) ** (m + 1) * math.factorial(m) * special.zeta(float(m + 1), x)
 
 
+def _bits(x, op: str):
+    """``(x, its bits as the unsigned int of its width, the width)`` for an integer array ``x``."""
+    x = fnp.asarray(x)
+    if not np.issubdtype(x.dtype, np.integer):
+        raise TypeError(f"{op}: needs an integer array, got {x.dtype}")
+    width = np.dtype(x.dtype).itemsize * 8
+    return x, x.astype(np.dtype(f"uint{width}")), width
+
+
 def population_count(x):
     """Number of set bits of each element of an integer array (of its two's complement for signed ints).
 
@@ -77,13 +86,9 @@ def population_count(x):
         >>> lax.population_count(fnp.asarray([0, 7, 255], dtype="int32")).tolist()
         [0, 3, 8]
     """
-    x = fnp.asarray(x)
-    if not np.issubdtype(x.dtype, np.integer):
-        raise TypeError(f"population_count: needs an integer array, got {x.dtype}")
-    bits = np.dtype(x.dtype).itemsize * 8
-    u = x.astype(np.dtype(f"uint{bits}"))
+    x, u, width = _bits(x, "population_count")
     count = fnp.zeros_like(u)
-    for shift in range(bits):
+    for shift in range(width):
         count = count + ((u >> shift) & 1)
     return count.astype(x.dtype)
 
@@ -96,36 +101,12 @@ def clz(x):
         >>> lax.clz(fnp.asarray([1, 256, 0], dtype="int32")).tolist()
         [31, 23, 32]
     """
-    x = fnp.asarray(x)
-    if not np.issubdtype(x.dtype, np.integer):
-        raise TypeError(f"clz: needs an integer array, got {x.dtype}")
-    bits = np.dtype(x.dtype).itemsize * 8
-    u = x.astype(np.dtype(f"uint{bits}"))
-    zeros = fnp.zeros_like(u)
-    seen = fnp.zeros(u.shape, bool)
-    for bit in range(bits - 1, -1, -1):
+    x, u, width = _bits(x, "clz")
+    zeros, seen = fnp.zeros_like(u), fnp.zeros(u.shape, bool)
+    for bit in range(width - 1, -1, -1):
         seen = seen | (((u >> bit) & 1) == 1)
         zeros = zeros + fnp.where(seen, 0, 1).astype(u.dtype)
     return zeros.astype(x.dtype)
-
-
-def top_k(operand, k: int, *, axis: int = -1):
-    """The ``k`` largest entries along ``axis`` and their indices, largest first (ties: the lower index first).
-
-    Example::
-
-        >>> v, i = lax.top_k(fnp.asarray([1., 5., 3.]), 2)
-        >>> v.tolist(), i.tolist()
-        ([5.0, 3.0], [1, 2])
-    """
-    x = fnp.asarray(operand)
-    axis = canonical_axes(axis, x.ndim, "top_k")[0] if x.ndim else None
-    if axis is None or not isinstance(k, (int, np.integer)) or not 0 <= k <= x.shape[axis]:
-        raise ValueError(f"top_k: need 0 <= k <= operand.shape[axis] on an array of rank >= 1, got k={k!r} for "
-                         f"shape {x.shape}, axis={axis}")
-    order = fnp.argsort(x, axis=axis, descending=True, stable=True)
-    idx = fnp.take(order, fnp.arange(int(k)), axis=axis)
-    return fnp.take_along_axis(x, idx, axis=axis), idx.astype(np.int32)
 
 
 def approx_max_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
