@@ -109,6 +109,25 @@ def clz(x):
     return zeros.astype(x.dtype)
 
 
+def top_k(operand, k: int, *, axis: int = -1):
+    """The ``k`` largest entries along ``axis`` and their indices, largest first (ties: the lower index first).
+
+    Example::
+
+        >>> v, i = lax.top_k(fnp.asarray([1., 5., 3.]), 2)
+        >>> v.tolist(), i.tolist()
+        ([5.0, 3.0], [1, 2])
+    """
+    x = fnp.asarray(operand)
+    axis = canonical_axes(axis, x.ndim, "top_k")[0] if x.ndim else None
+    if axis is None or not isinstance(k, (int, np.integer)) or not 0 <= k <= x.shape[axis]:
+        raise ValueError(f"top_k: need 0 <= k <= operand.shape[axis] on an array of rank >= 1, got k={k!r} for "
+                         f"shape {x.shape}, axis={axis}")
+    order = fnp.argsort(x, axis=axis, descending=True, stable=True)
+    idx = fnp.take(order, fnp.arange(int(k)), axis=axis)
+    return fnp.take_along_axis(x, idx, axis=axis), idx.astype(np.int32)
+
+
 def approx_max_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
                  reduction_input_size_override: int = -1, aggregate_to_topk: bool = True):
     """The ``k`` largest entries along ``reduction_dimension`` and their indices, computed exactly (recall 1):
