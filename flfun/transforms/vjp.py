@@ -15,6 +15,7 @@ from flfun.transforms.tape import tape_vjp_flat
 from flfun.transforms.transpose import backward_pass, vjp_flat_linearized
 from flfun.transforms.jvp import JVPTracer, as_arrays, flatten_fun, leaf_like, split_aux
 from flfun.tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from flfun.util import decorator_factory
 
 
 def vjp_flat(f: Callable, primals: list):
@@ -82,6 +83,7 @@ def with_args(args: tuple, nums: tuple, values) -> list:
     return [new.get(i, a) for i, a in enumerate(args)]
 
 
+@decorator_factory
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """Like ``grad`` but returns ``(value, gradient)``; with ``has_aux``, ``((value, aux), gradient)``.
 
@@ -124,6 +126,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     return vg
 
 
+@decorator_factory
 def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """The gradient of a float-scalar function with respect to argument(s) ``argnums`` (pytrees allowed).
 
