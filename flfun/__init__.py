@@ -29,6 +29,11 @@ from flfun.distributed.devices import (device_count, device_put, devices, local_
 from flfun.distributed.sharded import ShardedArray, device_put_replicated, device_put_sharded  # noqa: E402
 from flfun.distributed.pmap import pmap  # noqa: E402
 from flfun import checkpoint, extend, nn, optim, random  # noqa: E402
+from flfun import tree_util  # noqa: E402
+from flfun.host import block_until_ready, device_get  # noqa: E402
+from flfun.transforms.shapes import ShapeDtypeStruct, eval_shape  # noqa: E402
+
+make_jaxpr = make_ir   # JAX's name; prints as a jaxpr-like program
 
 __version__ = "0.1.0"
 __all__ = [
@@ -41,3 +46,4 @@ __all__ = [
     "device_put_sharded", "device_put_replicated", "ShardedArray", "random", "nn", "optim", "checkpoint",
     "custom_jvp", "custom_vjp", "extend",
 ]
+__all__ += ["tree_util", "device_get", "block_until_ready", "ShapeDtypeStruct", "eval_shape", "make_jaxpr"]
