@@ -6,8 +6,6 @@ from typing import Any
 
 import numpy as np
 
-from flfun.array import Array
-from flfun.distributed.sharded import ShardedArray
 from flfun.tree import tree_map
 
 __all__ = ["device_get", "block_until_ready"]
@@ -21,7 +19,7 @@ def device_get(x: Any) -> Any:
         >>> fl.device_get({"w": fnp.ones(2)})
         {'w': array([1., 1.], dtype=float32)}
     """
-    return tree_map(lambda leaf: np.asarray(leaf) if isinstance(leaf, (Array, ShardedArray)) else leaf, x)
+    return tree_map(lambda leaf: np.asarray(leaf) if hasattr(leaf, "block_until_ready") else leaf, x)  # Arrays
 
 
 def block_until_ready(x: Any) -> Any:

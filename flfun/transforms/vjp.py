@@ -83,7 +83,6 @@ def with_args(args: tuple, nums: tuple, values) -> list:
     return [new.get(i, a) for i, a in enumerate(args)]
 
 
-@decorator_factory
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """Like ``grad`` but returns ``(value, gradient)``; with ``has_aux``, ``((value, aux), gradient)``.
 
@@ -126,7 +125,6 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     return vg
 
 
-@decorator_factory
 def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """The gradient of a float-scalar function with respect to argument(s) ``argnums`` (pytrees allowed).
 
@@ -142,5 +140,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -
         return (grads, value[1]) if has_aux else grads
     return g
 
+
+grad, value_and_grad = decorator_factory(grad), decorator_factory(value_and_grad)   # @grad(argnums=...) too
 
 __all__ = ["vjp", "grad", "value_and_grad", "backward_pass", "UndefinedPrimal", "tree_map"]
