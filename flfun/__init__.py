@@ -22,6 +22,10 @@ from flfun.tree import (register_dataclass, register_pytree_node, tree_flatten, 
 from flfun import lax  # noqa: E402
 from flfun import numpy  # noqa: E402
 from flfun.numpy import from_dlpack  # noqa: E402
+from flfun import tree_util  # noqa: E402
+from flfun.host import block_until_ready, device_get  # noqa: E402
+from flfun.transforms.shapes import ShapeDtypeStruct, eval_shape  # noqa: E402
+make_jaxpr = make_ir   # JAX's name; prints as a jaxpr-like program
 from flfun.profiler import profile  # noqa: E402
 from flfun import distributed  # noqa: E402
 from flfun.distributed.devices import (device_count, device_put, devices, local_device_count,  # noqa: E402
@@ -44,3 +48,4 @@ __all__ = [
     "remat", "checkpoint_name", "checkpoint_policies", "ad_checkpoint", "serialization",
     "custom_jvp", "custom_vjp", "extend",
 ]
+__all__ += ["tree_util", "device_get", "block_until_ready", "ShapeDtypeStruct", "eval_shape", "make_jaxpr"]

@@ -1,6 +1,8 @@
 """Small helpers shared by the whole library (one copy of each)."""
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import operator
 import threading
@@ -64,3 +66,22 @@ def once(cache, key, make: Callable, keep: Callable = lambda value: True):
         with _guard:
             if _making.get((id(cache), key)) is lock:
                 del _making[(id(cache), key)]
+
+
+def decorator_factory(transform: Callable) -> Callable:
+    """``transform(fun, **options)`` that also takes its options first, JAX-style: ``@transform(**options)``
+    (and ``functools.partial(transform, **options)``, which works anyway) decorate a function later.
+
+    Example::
+
+        @fl.jit(static_argnames="n")
+        def power(x, n): ...
+    """
+    first = next(iter(inspect.signature(transform).parameters))
+
+    @functools.wraps(transform)
+    def wrapper(*args, **kwargs):
+        if args or first in kwargs:
+            return transform(*args, **kwargs)
+        return lambda fun: transform(fun, **kwargs)
+    return wrapper

@@ -449,3 +449,24 @@ def test_misc_against_numpy():
 def test_errors(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_complex_queries_on_real_arrays():
+    x = fnp.asarray([1.0, -2.0])
+    assert not fnp.iscomplexobj(x) and fnp.isrealobj(x) and fnp.isrealobj(3)
+    np.testing.assert_array_equal(np.asarray(fnp.iscomplex(x)), [False, False])
+    np.testing.assert_array_equal(np.asarray(fnp.isreal(x)), [True, True])
+    assert fnp.complex_ == fnp.cdouble == np.complex128 and fnp.csingle == np.complex64
+    assert fnp.issubdtype(fnp.cdouble, fnp.complexfloating) and issubclass(fnp.ComplexWarning, Warning)
+
+
+@pytest.mark.skipif(not hasattr(fnp, "complex64"), reason="this tree has no complex dtypes yet (the complex issue)")
+def test_complex_queries_on_complex_arrays():
+    z = np.array([[2 + 1j, 1 + 3j, 2 - 1j], [0j, 1 + 0j, -1j]])
+    assert fnp.iscomplexobj(fnp.asarray(z)) and not fnp.isrealobj(fnp.asarray(z))
+    np.testing.assert_array_equal(np.asarray(fnp.iscomplex(fnp.asarray(z))), np.iscomplex(z))
+    np.testing.assert_array_equal(np.asarray(fnp.isreal(fnp.asarray(z))), np.isreal(z))
+    np.testing.assert_array_equal(np.asarray(fnp.sort_complex(fnp.asarray(z))), np.sort(z, axis=-1))
+    out = fnp.sort_complex(fnp.asarray(np.array([3.0, 1.0, 2.0])))
+    np.testing.assert_array_equal(np.asarray(out), np.sort_complex(np.array([3.0, 1.0, 2.0])))
+    assert out.dtype == np.complex128

@@ -31,7 +31,7 @@ from flfun.transforms.call import CallSite, close_program, def_call_rules
 from flfun.transforms.staging import trace_to_program
 from flfun.transforms.vmap import mapped_axes, mapped_size
 from flfun.tree import tree_flatten, tree_unflatten
-from flfun.util import once, prod
+from flfun.util import once, prod, decorator_factory
 
 
 # ------------------------------------------------------------------------------------------------- axis frames
@@ -357,6 +357,7 @@ class _PmapSite(CallSite):
 def_call_rules(pmap_p, _PmapSite)
 
 
+@decorator_factory
 def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0, out_axes: Any = 0,
          static_broadcasted_argnums: int | Sequence[int] = (), devices: Sequence | None = None,
          axis_size: int | None = None, memory_strategy: str | None = None, cache_size: int | None = None,

@@ -32,7 +32,7 @@ from flfun.transforms.jvp import flatten_fun
 from flfun.transforms.staging import trace_to_program
 from flfun.transforms.vjp import with_args
 from flfun.tree import tree_flatten, tree_leaves, tree_unflatten
-from flfun.util import once
+from flfun.util import once, decorator_factory
 
 
 # --------------------------------------------------------------------------------------------- donation
@@ -330,6 +330,7 @@ class Compiled:
         return self.executable.plan
 
 
+@decorator_factory
 def jit(fun: Callable, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
         donate_argnums: int | Sequence[int] = (), memory_strategy: str | None = None, *,
         cache_size: int | None = None, cache_bytes: int | None = None) -> JitFunction:

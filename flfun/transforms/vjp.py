@@ -16,6 +16,7 @@ from flfun.transforms.tape import tape_vjp_flat
 from flfun.transforms.transpose import backward_pass, vjp_flat_linearized
 from flfun.transforms.jvp import JVPTracer, as_arrays, flatten_fun, leaf_like, split_aux
 from flfun.tree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from flfun.util import decorator_factory
 
 
 def vjp_flat(f: Callable, primals: list):
@@ -148,5 +149,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, h
         return (grads, value[1]) if has_aux else grads
     return g
 
+
+grad, value_and_grad = decorator_factory(grad), decorator_factory(value_and_grad)   # @grad(argnums=...) too
 
 __all__ = ["vjp", "grad", "value_and_grad", "backward_pass", "UndefinedPrimal", "tree_map"]

@@ -13,7 +13,7 @@ from flfun.core import Trace, Tracer, full_lower, full_raise, get_aval, missing_
 from flfun.primitives.rules import moveaxis, moveaxis_to_front, not_mapped
 from flfun.transforms.jvp import flatten_fun
 from flfun.tree import broadcast_prefix, tree_flatten, tree_unflatten
-from flfun.util import canonical_axis
+from flfun.util import canonical_axis, decorator_factory
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,7 @@ def mapped_size(op: str, leaves: list, axes: list, axis_size: int | None) -> int
     return size
 
 
+@decorator_factory
 def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None,
          axis_name: Hashable | None = None) -> Callable:
     """Vectorise ``f`` over the ``in_axes`` of its arguments, stacking results along ``out_axes``.
