@@ -110,6 +110,7 @@ def expm1(xp, x):
     out = xp.expm1(x)
     if x.dtype.kind == "c":    # numpy's complex expm1 gives nan + nan j at infinities: exp(x) - 1 is right there
         out = xp.where(xp.isfinite(x), out, xp.exp(x) - 1)
+        out = xp.where(x == 0, complex_(xp, xp.zeros_like(x.real), x.imag), out)   # expm1(-0 + 0j) = +0 + 0j
     return out
 
 
