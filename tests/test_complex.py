@@ -58,7 +58,8 @@ def test_creation_reductions_and_contractions():
                       (fnp.cumsum(fa, axis=1), a.cumsum(1)), (fa @ fb, a @ b), (fnp.vecdot(fa, fb), np.vecdot(a, b)),
                       (fnp.einsum("ij,kj->ik", fa, fb), np.einsum("ij,kj->ik", a, b)),
                       (fnp.tensordot(fa, fb, axes=2), np.tensordot(a, b, axes=2)),
-                      (fnp.linalg.vector_norm(fa), np.linalg.norm(a)), (fnp.full((2,), 1 - 2j), np.full(2, 1 - 2j, np.complex64)),
+                      (fnp.linalg.vector_norm(fa), np.linalg.norm(a)),
+                      (fnp.full((2,), 1 - 2j), np.full(2, 1 - 2j, np.complex64)),
                       (fnp.zeros(2, dtype="complex64"), np.zeros(2, np.complex64)),
                       (fnp.astype(fnp.asarray([1.5, 2.0]), "complex128"), np.array([1.5, 2.0], np.complex128)),
                       (fnp.where(fnp.asarray([True, False]), fa[0], 0j), np.where([True, False], a[0], 0j))]:
@@ -154,7 +155,8 @@ def test_linalg_of_complex_matrices_matches_numpy():
     h = a @ np.conj(np.swapaxes(a, -1, -2)) + np.eye(3)
     A, H = fnp.asarray(a), fnp.asarray(h)
     L = fnp.linalg
-    for got, want in [(L.det(A), np.linalg.det(a)), (L.inv(A), np.linalg.inv(a)), (L.solve(A, A), np.broadcast_to(np.eye(3) + 0j, (2, 3, 3))),
+    eyes = np.broadcast_to(np.eye(3) + 0j, (2, 3, 3))
+    for got, want in [(L.det(A), np.linalg.det(a)), (L.inv(A), np.linalg.inv(a)), (L.solve(A, A), eyes),
                       (L.cholesky(H), np.linalg.cholesky(h)), (L.eigvalsh(H), np.linalg.eigvalsh(h)),
                       (L.svdvals(A), np.linalg.svdvals(a)), (L.pinv(A), np.linalg.pinv(a)),
                       (L.slogdet(A).logabsdet, np.linalg.slogdet(a).logabsdet), (L.matrix_rank(A), [3, 3])]:
