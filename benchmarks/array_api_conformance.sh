@@ -16,7 +16,7 @@ mkdir -p "$OUT"
 run() {   # run <name> <skipped dtypes>
     ( cd "$AAT" && PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" ARRAY_API_TESTS_MODULE=flfun.numpy \
       ARRAY_API_TESTS_VERSION=2024.12 ARRAY_API_TESTS_SKIP_DTYPES="$2" \
-      python -m pytest array_api_tests -q -p no:cacheprovider --max-examples 20 --hypothesis-seed 0 \
+      python -m pytest array_api_tests -q -p no:cacheprovider --max-examples 20 --hypothesis-seed 0 -rfs \
       -o addopts="" "${@:3}" ) > "$OUT/$1.txt" 2>&1
     local summary
     summary=$(grep -E "^[0-9]+ (passed|failed)|^=+ .*(passed|failed)" "$OUT/$1.txt" | tail -1)

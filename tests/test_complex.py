@@ -58,7 +58,8 @@ def test_creation_reductions_and_contractions():
                       (fnp.cumsum(fa, axis=1), a.cumsum(1)), (fa @ fb, a @ b), (fnp.vecdot(fa, fb), np.vecdot(a, b)),
                       (fnp.einsum("ij,kj->ik", fa, fb), np.einsum("ij,kj->ik", a, b)),
                       (fnp.tensordot(fa, fb, axes=2), np.tensordot(a, b, axes=2)),
-                      (fnp.linalg.vector_norm(fa), np.linalg.norm(a)), (fnp.full((2,), 1 - 2j), np.full(2, 1 - 2j, np.complex64)),
+                      (fnp.linalg.vector_norm(fa), np.linalg.norm(a)),
+                      (fnp.full((2,), 1 - 2j), np.full(2, 1 - 2j, np.complex64)),
                       (fnp.zeros(2, dtype="complex64"), np.zeros(2, np.complex64)),
                       (fnp.astype(fnp.asarray([1.5, 2.0]), "complex128"), np.array([1.5, 2.0], np.complex128)),
                       (fnp.where(fnp.asarray([True, False]), fa[0], 0j), np.where([True, False], a[0], 0j))]:
@@ -146,3 +147,25 @@ def test_fusion_leaves_complex_equations_unfused():
 def test_strategies_draw_complex_arrays(data):
     z = data.draw(arrays("complex64", (3,), low=-1, high=1))
     assert z.dtype == np.complex64 and np.all(np.abs(z.real) <= 1) and np.all(np.abs(z.imag) <= 1)
+
+
+def test_linalg_of_complex_matrices_matches_numpy():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3))
+    h = a @ np.conj(np.swapaxes(a, -1, -2)) + np.eye(3)
+    A, H = fnp.asarray(a), fnp.asarray(h)
+    L = fnp.linalg
+    eyes = np.broadcast_to(np.eye(3) + 0j, (2, 3, 3))
+    for got, want in [(L.det(A), np.linalg.det(a)), (L.inv(A), np.linalg.inv(a)), (L.solve(A, A), eyes),
+                      (L.cholesky(H), np.linalg.cholesky(h)), (L.eigvalsh(H), np.linalg.eigvalsh(h)),
+                      (L.svdvals(A), np.linalg.svdvals(a)), (L.pinv(A), np.linalg.pinv(a)),
+                      (L.slogdet(A).logabsdet, np.linalg.slogdet(a).logabsdet), (L.matrix_rank(A), [3, 3])]:
+        assert got.dtype == np.asarray(want).dtype, (got.dtype, np.asarray(want).dtype)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-12)
+    q, r = L.qr(A)
+    np.testing.assert_allclose(np.asarray(q) @ np.asarray(r), a, atol=1e-12)
+    g = fl.grad(lambda a: fnp.real(fnp.sum(fnp.linalg.solve(a, a[:, :, :1] * 2j))))(A)   # solve: holomorphic rule
+    want = jax.grad(lambda a: jnp.real(jnp.sum(jnp.linalg.solve(a, a[:, :, :1] * 2j))))(a)
+    np.testing.assert_allclose(np.asarray(g), want, atol=1e-10)
+    with pytest.raises(NotImplementedError, match="slogdet: derivatives at complex input are not implemented"):
+        fl.grad(lambda a: fnp.real(fnp.sum(fnp.linalg.det(a))))(A)

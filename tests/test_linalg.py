@@ -464,13 +464,12 @@ def test_decomposition_errors():
     from flfun.core import ShapedArray
     from flfun.primitives import decomp
     from flfun.primitives.rules import UndefinedPrimal
-    with pytest.raises(TypeError, match=r"^cholesky: expected a stack of square float32 or float64 matrices, got "
-                                        r"f32\[3,4\]$"):
+    kinds = "float32, float64, complex64 or complex128 matrices, got "
+    with pytest.raises(TypeError, match=rf"^cholesky: expected a stack of square {kinds}f32\[3,4\]$"):
         decomp.cholesky(fnp.ones((3, 4)))
-    with pytest.raises(TypeError, match=r"^svd: expected a stack of float32 or float64 matrices, got i32\[3,4\]$"):
+    with pytest.raises(TypeError, match=rf"^svd: expected a stack of {kinds}i32\[3,4\]$"):
         decomp.svd(fnp.ones((3, 4), dtype="int32"))
-    with pytest.raises(TypeError, match=r"^eigh: expected a stack of square float32 or float64 matrices, got "
-                                        r"f32\[3\]$"):
+    with pytest.raises(TypeError, match=rf"^eigh: expected a stack of square {kinds}f32\[3\]$"):
         decomp.eigh(fnp.ones(3))
     with pytest.raises(TypeError, match=r"^solve: expected matrices a \(\.\.\., n, n\) and b \(\.\.\., n, k\) of one "
                                         r"dtype and batch shape, got f32\[2,3,3\] and f32\[3,1\]$"):

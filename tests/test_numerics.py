@@ -100,8 +100,9 @@ def test_outer_keeps_signed_zeros_and_complex_special_cases():
     np.testing.assert_array_equal(np.signbit(fnp.outer(fnp.asarray([0.0]), fnp.asarray([-0.0, 1.0]))),
                                   [[True, False]])
     inf, nan = np.inf, np.nan
-    z = np.array([complex(inf, 0), complex(-inf, inf), complex(inf, inf), complex(-inf, nan), complex(nan, 0)])
-    want = [complex(inf, 0), complex(-1, 0), complex(inf, nan), complex(-1, 0), complex(nan, 0)]   # the standard's
+    z = np.array([complex(inf, 0), complex(-inf, inf), complex(inf, inf), complex(-inf, nan), complex(nan, 0),
+                  complex(-0.0, 0.0)])
+    want = [complex(inf, 0), complex(-1, 0), complex(inf, nan), complex(-1, 0), complex(nan, 0), 0j]  # the standard's
     _same(np.asarray(fnp.expm1(fnp.asarray(z))).view(np.float64), np.array(want).view(np.float64))
     t = np.asarray(fnp.tanh(fnp.asarray([complex(inf, 0.5), complex(-inf, -2.0), complex(0.5, 0.5)], "complex128")))
     _same(t.view(np.float64), np.array([1 + 0j, complex(-1, -0.0), np.tanh(0.5 + 0.5j)]).view(np.float64))

@@ -11,7 +11,7 @@ import flfun.numpy as fnp
 from flfun.config import config
 from op_table import RECORDS
 
-DIFF = [r for r in RECORDS if r.diff and "float64" in r.dtypes]
+DIFF = [(r, d) for r in RECORDS for d in ("float64", "complex128") if r.diff and d in r.dtypes]
 
 
 def _vjp(f, args, ct_seed, tape: bool):
@@ -20,17 +20,18 @@ def _vjp(f, args, ct_seed, tape: bool):
     try:
         out, f_vjp = fl.vjp(f, *args)
         rng = np.random.default_rng(ct_seed)
-        cts = fl.tree_map(lambda o: fnp.asarray(rng.standard_normal(o.shape).astype(o.dtype)
-                                                if o.dtype.kind == "f" else np.zeros(o.shape, o.dtype)), out)
+        cts = fl.tree_map(lambda o: fnp.asarray((rng.standard_normal(o.shape) + (1j * rng.standard_normal(o.shape)
+                                                 if o.dtype.kind == "c" else 0)).astype(o.dtype)
+                                                if o.dtype.kind in "fc" else np.zeros(o.shape, o.dtype)), out)
         return out, f_vjp(cts)
     finally:
         config.eager_tape = old
 
 
-@pytest.mark.parametrize("rec", DIFF, ids=[r.name for r in DIFF])
+@pytest.mark.parametrize("rec,dtype", DIFF, ids=[r.name + ("" if d == "float64" else "-complex") for r, d in DIFF])
 @given(data=st.data())
-def test_tape_matches_linearize(rec, data):
-    args, params = data.draw(rec.diff_args("float64"))
+def test_tape_matches_linearize(rec, dtype, data):
+    args, params = data.draw(rec.diff_args(dtype))
     f = lambda *a: rec.fn(*a, **params)  # noqa: E731
     xs = [fnp.asarray(a) for a in args]
     out_t, ct_t = _vjp(f, xs, 0, tape=True)

@@ -292,7 +292,7 @@ def slogdet(x, /) -> SlogdetResult:
 def det(x, /) -> Array:
     """Determinants, as ``sign * exp(logabsdet)``: ``float(linalg.det(fnp.eye(2) * 2.0)) == 4.0``."""
     sign, logabsdet = slogdet(x)
-    return lax.mul(sign, lax.exp(logabsdet))
+    return lax.mul(sign, lax.convert_element_type(lax.exp(logabsdet), sign.dtype))
 
 
 def solve(x1, x2, /) -> Array:
@@ -357,4 +357,10 @@ def pinv(x, /, *, rtol=None) -> Array:
     u, s, vh = lax_decomp.svd(x)
     large = s > _cutoff(s, rtol, x.shape)
     s_inv = where(large, 1.0 / where(large, s, 1.0), 0.0)
-    return matmul(matrix_transpose(vh) * s_inv[..., None, :], matrix_transpose(u))
+    return matmul(_conj_t(vh) * s_inv[..., None, :], _conj_t(u))
+
+
+def _conj_t(x):
+    """The conjugate transpose of a stack of matrices (the transpose for real ones)."""
+    x = matrix_transpose(x)
+    return lax.conj(x) if dtypes.is_complex(x.dtype) else x

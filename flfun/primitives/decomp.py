@@ -7,6 +7,7 @@ right-hand side (it transposes there). Impls are in ``flfun/backends/xp/decomp.p
 """
 from __future__ import annotations
 
+from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, short
 from flfun.primitives.rules import Zero, front_batch, is_undefined, is_zero, jvp_rule, tangent_aval
 from flfun.primitives.elementwise import add, convert_element_type, div, eq, gt, mul, neg, sub
@@ -16,9 +17,12 @@ from flfun.primitives.shape import expand_dims, full, iota, transpose
 
 
 def _check(op: str, x, square: bool = True) -> None:
-    if x.dtype.name not in ("float32", "float64") or len(x.shape) < 2 or (square and x.shape[-1] != x.shape[-2]):
-        raise TypeError(f"{op}: expected a stack of {'square ' if square else ''}float32 or float64 matrices, "
-                        f"got {short(x)}")
+    if x.dtype.name not in _DTYPES or len(x.shape) < 2 or (square and x.shape[-1] != x.shape[-2]):
+        raise TypeError(f"{op}: expected a stack of {'square ' if square else ''}float32, float64, complex64 or "
+                        f"complex128 matrices, got {short(x)}")
+
+
+_DTYPES = ("float32", "float64", "complex64", "complex128")
 
 
 def _mm(a, b):
@@ -47,14 +51,16 @@ def _gaps_inv(eye, d):
     return sub(div(full((), 1, d.dtype), add(d, eye)), eye)
 
 
-def _unary(name: str, multiple_results: bool = False, out_shapes=None) -> Primitive:
-    """A decomposition of one operand; ``out_shapes(batch, m, n, **params)`` gives its results' shapes."""
+def _unary(name: str, multiple_results: bool = False, out_shapes=None, real_out: tuple = ()) -> Primitive:
+    """A decomposition of one operand; ``out_shapes(batch, m, n, **params)`` gives its results' shapes, and the
+    results ``real_out`` are real for complex input (eigenvalues, singular values, log|det|)."""
     p = Primitive(name, multiple_results=multiple_results)
 
     def abstract_eval(x, **params):
         _check(name, x, square=name != "svd" and name != "qr")
         shapes = out_shapes(tuple(x.shape[:-2]), *x.shape[-2:], **params)
-        return [ShapedArray(s, x.dtype) for s in shapes] if multiple_results else ShapedArray(shapes[0], x.dtype)
+        outs = [ShapedArray(s, dtypes.real_dtype(x.dtype) if i in real_out else x.dtype) for i, s in enumerate(shapes)]
+        return outs if multiple_results else outs[0]
     p.def_abstract_eval(abstract_eval)
     p.def_batch(front_batch(lambda size, x, **params: p.bind(x, **params)))
     return p
@@ -79,7 +85,7 @@ def cholesky(x):
 
 
 # -------------------------------------------------------------------------------------------------------- eigh
-eigh_p = _unary("eigh", True, lambda b, m, n: [b + (n,), b + (n, n)])
+eigh_p = _unary("eigh", True, lambda b, m, n: [b + (n,), b + (n, n)], real_out=(0,))
 
 
 @jvp_rule(eigh_p, float_only=False)
@@ -108,7 +114,7 @@ def _svd_shapes(b, m, n, full_matrices):
     return [b + (m, m if full_matrices else k), b + (k,), b + (n if full_matrices else k, n)]
 
 
-svd_p = _unary("svd", True, _svd_shapes)
+svd_p = _unary("svd", True, _svd_shapes, real_out=(1,))
 
 
 @jvp_rule(svd_p, float_only=False)
@@ -168,7 +174,7 @@ def qr(x, full_matrices: bool = False):
 
 
 # ----------------------------------------------------------------------------------------------------- slogdet
-slogdet_p = _unary("slogdet", True, lambda b, m, n: [b, b])
+slogdet_p = _unary("slogdet", True, lambda b, m, n: [b, b], real_out=(1,))
 
 
 @jvp_rule(slogdet_p, float_only=False)
@@ -219,5 +225,21 @@ def solve(a, b):
     ``lax.solve(fnp.eye(2) * 2.0, fnp.ones((2, 1)))`` is ``[[0.5], [0.5]]``."""
     return bind(solve_p, a, b)
 
+
+def _real_derivatives_only(p: Primitive) -> None:
+    """Refuse the derivative of ``p`` at complex input: its jvp above transposes where complex needs the conjugate
+    transpose (the values themselves are fine)."""
+    rule = p.jvp
+
+    def jvp(primals, tangents, **params):
+        if primals[0].dtype.kind == "c":
+            raise NotImplementedError(f"{p.name}: derivatives at complex input are not implemented (got "
+                                      f"{short(primals[0])}); the forward computation is")
+        return rule(primals, tangents, **params)
+    p.def_jvp(jvp)
+
+
+for _p in (cholesky_p, eigh_p, svd_p, qr_p, slogdet_p):
+    _real_derivatives_only(_p)
 
 __all__ = ["cholesky", "eigh", "qr", "slogdet", "solve", "svd"]

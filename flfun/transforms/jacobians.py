@@ -43,8 +43,8 @@ def _setup(fname, f, argnums, args):
     for n, arg in zip(nums, dargs):
         for aval in map(get_aval, tree_leaves(arg)):
             if not dtypes.is_inexact(aval.dtype):
-                raise TypeError(f"{fname}: differentiated inputs must be floating point or complex, got {aval.str_short()} "
-                                f"(argument {n})")
+                raise TypeError(f"{fname}: differentiated inputs must be floating point or complex, got "
+                                f"{aval.str_short()} (argument {n})")
     leaves, tree = tree_flatten(dargs)
 
     def g(*d):

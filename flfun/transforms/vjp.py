@@ -114,13 +114,13 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
             aux_box.append(aux)
             return [out]
         (out,), f_vjp = vjp_flat(flat_f, leaves)
-        aval = get_aval(out) if isinstance(out, Array) or type(out) in (int, float) else None
+        aval = get_aval(out) if isinstance(out, Array) or type(out) in (int, float, complex) else None
         if aval is None or aval.shape != () or not (dtypes.is_complex(aval.dtype) if holomorphic
                                                      else dtypes.is_float(aval.dtype)):
             what = aval.str_short() if aval is not None else f"a {type(out).__name__}"
             want = "a complex scalar (holomorphic=True)" if holomorphic else "a real float scalar"
             raise TypeError(f"grad: the function must return {want}, got {what}; use jacrev or vjp for non-scalar "
-                            f"outputs{'' if holomorphic or aval is None or aval.dtype.kind != 'c' else ', holomorphic=True for a complex one'}")
+                            f"outputs (and holomorphic=True for a holomorphic complex-valued function)")
         seed = full_array((), 1, aval.dtype)
         if type(out) is Array and out._device is not seed._device:   # seed the cotangent where the output lives
             seed = wrap(out._device.put(seed._value), out._device)

@@ -113,8 +113,9 @@ def rem(xp, x, y):
 def expm1(xp, x, out=None):
     if x.dtype.kind != "c":
         return xp.expm1(x, out=out)
-    # numpy's complex expm1 gives nan + nan j at infinities: exp(x) - 1 is right there
-    return finish(xp.where(xp.isfinite(x), xp.expm1(x), xp.exp(x) - 1), out)
+    # numpy's complex expm1 gives nan + nan j at infinities: exp(x) - 1 is right there; expm1(-0 + 0j) = +0 + 0j
+    res = xp.where(xp.isfinite(x), xp.expm1(x), xp.exp(x) - 1)
+    return finish(xp.where(x == 0, complex_(xp, xp.zeros_like(x.real), x.imag), res), out)
 
 
 def tanh(xp, x, out=None):
@@ -147,7 +148,8 @@ UFUNCS = {"neg": "negative", "abs": "absolute", "sign": "sign", "exp": "exp", "l
           "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
           "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "asinh": "arcsinh",
           "acosh": "arccosh", "atanh": "arctanh", "floor": "floor",
-          "ceil": "ceil", "is_finite": "isfinite", "signbit": "signbit", "not": "invert", "add": "add", "sub": "subtract",
+          "ceil": "ceil", "is_finite": "isfinite",
+          "signbit": "signbit", "not": "invert", "add": "add", "sub": "subtract",
           "mul": "multiply", "pow": "power", "max": "maximum", "min": "minimum", "atan2": "arctan2",
           "nextafter": "nextafter", "conj": "conjugate", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
           "shift_right_arithmetic": "right_shift", "eq": "equal", "ne": "not_equal", "lt": "less",
