@@ -2,7 +2,6 @@
 finite, exact derivatives at extreme values (against JAX) and agree with finite differences (``check_grads``)
 elsewhere; the norm's gradient at the zero vector is 0, not NaN."""
 import numpy as np
-import pytest
 
 import flfun as fl
 import flfun.numpy as fnp

@@ -142,9 +142,10 @@ def _two_norm_jvp(axes, primals, tangents):
     """``sum(x t) / |x|``, and 0 at ``x = 0`` (a subgradient, where the formula gives NaN)."""
     (x,), (t,) = primals, tangents
     out = _two_norm.fun(x, axes)
-    zero = lax.eq(out, lax_shape.full((), 0, out.dtype))
+    zero, one = (lax_shape.full((), k, out.dtype) for k in (0, 1))
+    at_zero = lax.eq(out, zero)
     dot = lax_reduce.reduce_sum(lax.mul(x, t), axes)
-    return out, where(zero, lax_shape.full((), 0, out.dtype), lax.div(dot, where(zero, lax_shape.full((), 1, out.dtype), out)))
+    return out, where(at_zero, zero, lax.div(dot, where(at_zero, one, out)))
 
 
 def norm(x, ord=None, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
