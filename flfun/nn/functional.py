@@ -2,6 +2,7 @@
 ``flfun.numpy`` and the primitives, so they work under every transform. Integer inputs become float32."""
 from __future__ import annotations
 
+import functools
 import math
 import operator
 
@@ -10,6 +11,7 @@ from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.numpy.promotion import to_float
 from flfun.scipy import special as _special
+from flfun.transforms.custom import custom_jvp
 from flfun.util import canonical_axes
 
 __all__ = ["relu", "relu6", "gelu", "silu", "swish", "sigmoid", "softplus", "log_sigmoid", "elu", "leaky_relu",
@@ -104,9 +106,16 @@ def softplus(x) -> Array:
         >>> round(softplus(fnp.asarray(0.0)).item(), 4)
         0.6931
     """
-    x = _float(x)
+    return _softplus(_float(x))
+
+
+@custom_jvp
+def _softplus(x):
     pos = lax.gt(x, _c(x, 0))
     return lax.add(lax.select(pos, x, _c(x, 0)), lax.log1p(lax.exp(lax.select(pos, lax.neg(x), x))))
+
+
+_softplus.defjvp(lambda primals, tangents: (_softplus.fun(*primals), lax.mul(tangents[0], lax.logistic(primals[0]))))
 
 
 def log_sigmoid(x) -> Array:
@@ -371,9 +380,22 @@ def log_softmax(x, axis=-1) -> Array:
         >>> log_softmax(fnp.asarray([0.0, 0.0])).tolist()   # [log 0.5, log 0.5]
         [-0.6931471824645996, -0.6931471824645996]
     """
-    x, axes, s, _ = _shifted(x, axis, "log_softmax")
-    lse = lax.log(lax.reduce_sum(lax.exp(s), axes))
-    return lax.sub(s, _keep(x, lse, axes))
+    x = _float(x)
+    return _log_softmax(x, canonical_axes(axis, x.ndim, "log_softmax"))
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def _log_softmax(x, axes):
+    x, axes, s, _ = _shifted(x, axes, "log_softmax")
+    return lax.sub(s, _keep(x, lax.log(lax.reduce_sum(lax.exp(s), axes)), axes))
+
+
+@_log_softmax.defjvp
+def _log_softmax_jvp(axes, primals, tangents):
+    """``t - sum(softmax(x) t)``: exact where ``x`` is huge or ``-inf`` (softmax there is 1 or 0, never NaN)."""
+    (x,), (t,) = primals, tangents
+    out = _log_softmax.fun(x, axes)
+    return out, lax.sub(t, _keep(x, lax.reduce_sum(lax.mul(lax.exp(out), t), axes), axes))
 
 
 def logsumexp(x, axis=None, keepdims: bool = False, b=None, *, return_sign: bool = False, where=None):

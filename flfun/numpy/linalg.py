@@ -5,6 +5,7 @@ derivatives of ``svd(full_matrices=True)`` / ``qr(mode='complete')`` only where 
 numpy's norm and matrix_power. Not provided: eig, eigvals, lstsq, tensorinv, tensorsolve, cond,
 multi_dot.
 """
+import functools
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -25,6 +26,7 @@ from flfun.numpy._reductions import keep_reduced_dims as _keep
 from flfun.numpy._shaping import matrix_transpose, moveaxis
 from flfun.primitives import decomp as lax_decomp, elementwise as lax, reduce as lax_reduce, shape as lax_shape
 from flfun.primitives.rules import broadcast_to_shape
+from flfun.transforms.custom import custom_jvp
 from flfun.util import canonical_axes, canonical_axis
 
 __all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cross", "det", "diagonal", "eigh",
@@ -98,7 +100,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
     if isinstance(ord, str) or ord is None or isinstance(ord, bool):
         raise ValueError(f"vector_norm: ord must be a number, inf or -inf, got {ord!r}")
     if ord == 2:
-        out = lax.sqrt(lax_reduce.reduce_sum(lax.mul(x, x), axes))
+        out = _two_norm(x, axes)
     elif ord in (1, math.inf, -math.inf):
         out = {1: lax_reduce.reduce_sum, math.inf: lax_reduce.reduce_max, -math.inf: lax_reduce.reduce_min}[ord](
             lax.abs(x), axes)
@@ -123,7 +125,7 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
     x = _matrix_stack(_magnitude(to_float(x)), "matrix_norm")
     r, c = x.ndim - 2, x.ndim - 1
     if ord == "fro":
-        out = lax.sqrt(lax_reduce.reduce_sum(lax.mul(x, x), (r, c)))
+        out = _two_norm(x, (r, c))
     elif ord in (1, -1, math.inf, -math.inf) and not isinstance(ord, bool):
         summed = lax_reduce.reduce_sum(lax.abs(x), (r,) if ord in (1, -1) else (c,))
         out = (lax_reduce.reduce_max if ord > 0 else lax_reduce.reduce_min)(summed, (r,))
@@ -133,6 +135,22 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
     else:
         raise ValueError(f"matrix_norm: ord must be 'fro', 'nuc', 1, -1, 2, -2, inf or -inf, got {ord!r}")
     return _keep(x, out, (r, c), keepdims)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def _two_norm(x, axes):
+    return lax.sqrt(lax_reduce.reduce_sum(lax.mul(x, x), axes))
+
+
+@_two_norm.defjvp
+def _two_norm_jvp(axes, primals, tangents):
+    """``sum(x t) / |x|``, and 0 at ``x = 0`` (a subgradient, where the formula gives NaN)."""
+    (x,), (t,) = primals, tangents
+    out = _two_norm.fun(x, axes)
+    zero, one = (lax_shape.full((), k, out.dtype) for k in (0, 1))
+    at_zero = lax.eq(out, zero)
+    dot = lax_reduce.reduce_sum(lax.mul(x, t), axes)
+    return out, where(at_zero, zero, lax.div(dot, where(at_zero, one, out)))
 
 
 def norm(x, ord=None, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:

@@ -3,6 +3,7 @@ every one differentiates, vmaps and jits; derivatives are those of the approxima
 ulp where the function is smooth). Float64 inputs give float64 accuracy; integers become float32."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ from flfun.primitives import base as pb, elementwise as pe, reduce as pr
 from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.numpy.promotion import to_float
+from flfun.transforms.custom import custom_jvp
 from flfun.util import canonical_axes
 
 _LANCZOS_G = 7.0
@@ -268,6 +270,31 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     if where is not None:
         x = fnp.where(where, x, -math.inf)
     axes = canonical_axes(axis, x.ndim, "logsumexp")
+    if b is None and not return_sign:
+        return _logsumexp(x, axes, keepdims)
+    return _logsumexp_general(x, axes, b, keepdims, return_sign)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1, 2))
+def _logsumexp(x, axes, keepdims):
+    return _logsumexp_general(x, axes, None, keepdims, False)
+
+
+@_logsumexp.defjvp
+def _logsumexp_jvp(axes, keepdims, primals, tangents):
+    """``sum(softmax(x) t)``, the softmax shifted by the row's max (exact for huge ``x``) and 0 in rows of -inf."""
+    (x,), (t,) = primals, tangents
+    m = pr.reduce_max(x, axes)
+    e = pe.exp(pe.sub(x, _keep(x, pe.select(pe.is_finite(m), m, pb.full((), 0, m.dtype)), axes)))
+    total = _keep(x, pr.reduce_sum(e, axes), axes)
+    empty = pe.eq(total, pb.full((), 0, x.dtype))
+    p = fnp.where(empty, pb.full((), 0, x.dtype), pe.div(e, fnp.where(empty, pb.full((), 1, x.dtype), total)))
+    dt = pr.reduce_sum(pe.mul(p, t), axes)
+    out = _logsumexp.fun(x, axes, keepdims)
+    return out, _keep(x, dt, axes) if keepdims else dt
+
+
+def _logsumexp_general(x, axes, b, keepdims: bool, return_sign: bool):
     m = pr.reduce_max(pe.stop_gradient(x), axes)     # a constant shift: exact gradients, -inf rows stay -inf
     m = _keep(x, pe.select(pe.is_finite(m), m, pb.full((), 0, m.dtype)), axes)
     e = pe.exp(pe.sub(x, m))
