@@ -121,7 +121,7 @@ def test_pmap_cache_is_the_same_lru():
                      if hasattr(e, "arena") and all(r() is not e for r in refs)]
         info = pf.cache_info()
         assert (info.entries, info.misses, info.hits, info.evictions, info.max_entries) == (2, 4, 1, 2, 2)
-        assert pf.trace_count == 4
+        assert pf.trace_count == 4 and len(pf._fast) == 2    # no fast-path entry outlives its program
         gc.collect()
         alive = [r() for r in refs if r() is not None]
         assert len(refs) == 8 and len(alive) == 4                    # two programs x two devices

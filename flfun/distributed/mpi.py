@@ -23,7 +23,7 @@ from flfun.distributed.communicator import (CollectiveError, CollectiveMismatchE
 
 _ABORT_TAG, _LEAVE_TAG = 77, 78
 _DESCR, _SEP = 256, "\x1f"   # a collective's descriptor: 256 bytes, an 8-byte digest, then its text
-_SPIN_S = 1e-3         # a wait spins (yielding the core) this long, plus _SPIN_PER_BYTE per byte it moves (MPI
+_SPIN_S = 1e-3         # a wait polls without pause this long, plus _SPIN_PER_BYTE per byte it moves (MPI
 _SPIN_PER_BYTE = 1e-9  # moves data only while polled), then sleeps in doubling steps up to _NAP_S between polls
 _NAP_S = 1e-3
 _GRACE_S = 0.5         # how long a rank still waits for a collective after a peer announced it exited
@@ -94,16 +94,14 @@ class MPICommunicator(Communicator):
 
     def _wait(self, reqs, what: str, out=None, nbytes: int = 0):
         """Wait for the requests ``reqs`` moving ``nbytes`` (polling for aborts, exited peers and the timeout);
-        returns ``out``. Short waits spin (yielding the core to any other thread that wants it); longer ones sleep
+        returns ``out``. Short waits poll without pause (MPI moves data only while polled); longer ones sleep
         between polls, so a rank waiting for a slower peer does not take a core from it."""
         Testall, t0 = self.MPI.Request.Testall, time.monotonic()
         self._check_abort(what)
         nap, check_at, spin = 0.0, t0 + 0.02, _SPIN_S + _SPIN_PER_BYTE * nbytes
         while not Testall(reqs):
             now = time.monotonic()
-            if now - t0 < spin:
-                os.sched_yield()
-            else:
+            if now - t0 >= spin:       # (a spin that yielded lost the core to other work for whole time slices)
                 nap = min(_NAP_S, max(2e-5, 2 * nap))
                 time.sleep(nap)
             if now >= check_at:
