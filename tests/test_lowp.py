@@ -80,7 +80,7 @@ def test_promotion_table_matches_jax():
             da, db = dtypes.canonicalize(a), dtypes.canonicalize(b)
             ours = dtypes.result_type((da, False), (db, False))[0]
             via_add = (fnp.ones(2, dtype=da) + fnp.ones(2, dtype=db)).dtype
-            theirs = np.dtype(jnp.promote_types(getattr(jnp, a if a != "bool" else "bool_"), getattr(jnp, b if b != "bool" else "bool_")))
+            theirs = np.dtype(jnp.promote_types(*(getattr(jnp, "bool_" if n == "bool" else n) for n in (a, b))))
             if not ours == via_add == theirs:
                 rows.append(f"{a} + {b}: flfun {ours} (add: {via_add}), jax {theirs}")
     for d in LOW:                     # weak Python scalars keep the low-precision type, as in JAX
@@ -162,7 +162,7 @@ def test_gradients_and_jvps_match_float64(fn, shapes, extra, dtype):
     ts = [rng.standard_normal(s) for s in shapes]
     f = lambda *a: fn(*a, *extra)   # noqa: E731
     _, t_low = fl.jvp(f, tuple(fnp.asarray(x) for x in xs), tuple(fnp.asarray(t.astype(dtype)) for t in ts))
-    _, t_ref = fl.jvp(f, tuple(fnp.asarray(_f64(x)) for x in xs), tuple(fnp.asarray(t.astype(dtype).astype(np.float64)) for t in ts))
+    _, t_ref = fl.jvp(f, tuple(fnp.asarray(_f64(x)) for x in xs), tuple(fnp.asarray(_f64(t.astype(dtype))) for t in ts))
     assert t_low.dtype == dtypes.canonicalize(dtype)
     assert abs(float(t_low) - float(t_ref)) <= 8 * TOL[dtype] * (abs(float(t_ref)) + 1)
     jitted = fl.jit(fl.grad(fn, argnums))(*[fnp.asarray(x) for x in xs], *extra)
