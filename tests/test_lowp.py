@@ -128,6 +128,8 @@ def test_sums_and_matmuls_accumulate_in_float32():
     wide = lax.dot_general(a, b, (((1,), (0,)), ((), ())), preferred_element_type=fnp.float32)
     assert wide.dtype == fnp.float32 and abs(float(wide[0, 0]) - exact) < 1e-3
     assert fnp.matmul(a, b).dtype == fnp.bfloat16 and fnp.einsum("ij,jk->ik", a, b).dtype == fnp.bfloat16
+    wide = fnp.matmul(a, b, preferred_element_type=fnp.float32)
+    assert wide.dtype == fnp.float32 and abs(float(wide[0, 0]) - exact) < 1e-3
 
 
 # ---------------------------------------------------------------------------------------------- derivatives
