@@ -70,17 +70,21 @@ def main(argv=None) -> None:
                    help="model=steps pairs, comma separated (default %(default)s)")
     args = p.parse_args(argv)
     steps = {k: int(v) for k, v in (kv.split("=") for kv in args.steps.split(","))}
+    here = os.path.dirname(os.path.abspath(__file__))
+    saved = os.path.join(here, "mixed_precision.json")
     results = {}
+    if os.path.exists(saved):          # models not rerun keep their rows
+        with open(saved) as f:
+            results = json.load(f)
     for name, n in steps.items():
         results[name] = {"arena": arena_bytes(name, BATCH.get(name)),
                          "runs": {prec: train_run(name, prec, n) for prec in PRECISIONS}}
         print(f"{name}: done", file=sys.stderr)
-    here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "mixed_precision.json"), "w") as f:
+    with open(saved, "w") as f:
         json.dump(results, f, indent=1)
     md = table(results)
     with open(os.path.join(here, "mixed_precision.md"), "w") as f:
-        f.write(f"# Mixed precision (python -m benchmarks.mixed_precision --steps {args.steps})\n\n{md}\n")
+        f.write(f"# Mixed precision (python -m benchmarks.mixed_precision; steps per model in the table)\n\n{md}\n")
     print(md)
 
 

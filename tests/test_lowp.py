@@ -263,3 +263,13 @@ def test_bf16_training_run_keeps_float32_master_weights(tmp_path):
     assert ir.count("bf16[") and "f32[8,256] = dot_general" not in ir and "bf16[8,256] = dot_general" in ir
     new, _, _ = step(model, init_state(opt, model, "bf16"), fnp.asarray(x), fnp.asarray(y))
     assert all(leaf.dtype == fnp.float32 for leaf in fl.tree_leaves(new))
+
+
+@pytest.mark.parametrize("layer", ["LayerNorm", "RMSNorm"])
+def test_norm_layers_compute_low_precision_in_float32(layer):
+    from models.precision import cast_floats
+    norm = cast_floats(getattr(fl.nn, layer)(32), fnp.float16)
+    x = fnp.asarray(np.random.default_rng(0).normal(0, 0.01, (4, 32)).astype(np.float16))   # variance 1e-4
+    assert norm(x).dtype == fnp.float16
+    g = fl.grad(lambda x: fnp.sum(norm(x) * fnp.arange(32.0)))(x)        # d rsqrt(1e-4) = 5e5 > f16's max
+    assert g.dtype == fnp.float16 and np.all(np.isfinite(np.asarray(g).astype(np.float64)))
