@@ -81,7 +81,7 @@ def test_promotion_table_matches_jax():
             da, db = dtypes.canonicalize(a), dtypes.canonicalize(b)
             ours = dtypes.result_type((da, False), (db, False))[0]
             via_add = (fnp.ones(2, dtype=da) + fnp.ones(2, dtype=db)).dtype
-            theirs = np.dtype(jnp.promote_types(getattr(jnp, a if a != "bool" else "bool_"), getattr(jnp, b if b != "bool" else "bool_")))
+            theirs = np.dtype(jnp.promote_types(*(getattr(jnp, "bool_" if n == "bool" else n) for n in (a, b))))
             if not ours == via_add == theirs:
                 rows.append(f"{a} + {b}: flfun {ours} (add: {via_add}), jax {theirs}")
     for d in LOW:                     # weak Python scalars keep the low-precision type, as in JAX
@@ -129,6 +129,8 @@ def test_sums_and_matmuls_accumulate_in_float32():
     wide = lax.dot_general(a, b, (((1,), (0,)), ((), ())), preferred_element_type=fnp.float32)
     assert wide.dtype == fnp.float32 and abs(float(wide[0, 0]) - exact) < 1e-3
     assert fnp.matmul(a, b).dtype == fnp.bfloat16 and fnp.einsum("ij,jk->ik", a, b).dtype == fnp.bfloat16
+    wide = fnp.matmul(a, b, preferred_element_type=fnp.float32)
+    assert wide.dtype == fnp.float32 and abs(float(wide[0, 0]) - exact) < 1e-3
 
 
 # ---------------------------------------------------------------------------------------------- derivatives
@@ -163,7 +165,7 @@ def test_gradients_and_jvps_match_float64(fn, shapes, extra, dtype):
     ts = [rng.standard_normal(s) for s in shapes]
     f = lambda *a: fn(*a, *extra)   # noqa: E731
     _, t_low = fl.jvp(f, tuple(fnp.asarray(x) for x in xs), tuple(fnp.asarray(t.astype(dtype)) for t in ts))
-    _, t_ref = fl.jvp(f, tuple(fnp.asarray(_f64(x)) for x in xs), tuple(fnp.asarray(t.astype(dtype).astype(np.float64)) for t in ts))
+    _, t_ref = fl.jvp(f, tuple(fnp.asarray(_f64(x)) for x in xs), tuple(fnp.asarray(_f64(t.astype(dtype))) for t in ts))
     assert t_low.dtype == dtypes.canonicalize(dtype)
     assert abs(float(t_low) - float(t_ref)) <= 8 * TOL[dtype] * (abs(float(t_ref)) + 1)
     jitted = fl.jit(fl.grad(fn, argnums))(*[fnp.asarray(x) for x in xs], *extra)
@@ -262,3 +264,13 @@ def test_bf16_training_run_keeps_float32_master_weights(tmp_path):
     assert ir.count("bf16[") and "f32[8,256] = dot_general" not in ir and "bf16[8,256] = dot_general" in ir
     new, _, _ = step(model, init_state(opt, model, "bf16"), fnp.asarray(x), fnp.asarray(y))
     assert all(leaf.dtype == fnp.float32 for leaf in fl.tree_leaves(new))
+
+
+@pytest.mark.parametrize("layer", ["LayerNorm", "RMSNorm"])
+def test_norm_layers_compute_low_precision_in_float32(layer):
+    from models.precision import cast_floats
+    norm = cast_floats(getattr(fl.nn, layer)(32), fnp.float16)
+    x = fnp.asarray(np.random.default_rng(0).normal(0, 0.01, (4, 32)).astype(np.float16))   # variance 1e-4
+    assert norm(x).dtype == fnp.float16
+    g = fl.grad(lambda x: fnp.sum(norm(x) * fnp.arange(32.0)))(x)        # d rsqrt(1e-4) = 5e5 > f16's max
+    assert g.dtype == fnp.float16 and np.all(np.isfinite(np.asarray(g).astype(np.float64)))

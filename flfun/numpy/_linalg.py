@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from flfun import dtypes
 from flfun.array import Array
 from flfun.core import trace_state, short, wrap
 from flfun.numpy._einsum import contract, take_diagonals
@@ -31,19 +32,23 @@ def _check_contract(op: str, a, b, ca: Sequence[int], cb: Sequence[int]) -> None
 # ------------------------------------------------------------------------------------------------------ matmul
 _MATMUL_DN = (((1,), (0,)), ((), ()))
 _MATMUL_DTYPES = frozenset(np.dtype(t) for t in ("float16", "float32", "float64", "int8", "int16", "int32", "int64",
-                                                 "uint8", "uint16", "uint32", "uint64", "bool"))
+                                                 "uint8", "uint16", "uint32", "uint64", "bool")) | {dtypes.bfloat16}
 _dot_impls = dot_general_p.impls
 
 
-def matmul(x1, x2, /) -> Array:
+def matmul(x1, x2, /, *, preferred_element_type=None) -> Array:
     """Matrix product with array-API semantics: 1-d operands are promoted to a row / column and that axis is
-    removed again; the leading (batch) dimensions broadcast. Integer products are exact.
+    removed again; the leading (batch) dimensions broadcast. Integer products are exact. As in JAX,
+    ``preferred_element_type`` is the dtype to accumulate in and return (e.g. float32 for bfloat16 operands).
 
     Example::
 
         >>> fnp.matmul(fnp.ones((5, 2, 3)), fnp.ones((3, 4))).shape
         (5, 2, 4)
     """
+    if preferred_element_type is not None:     # bf16/f16 products are exact in f32: casting first is the same
+        pet = dtypes.canonicalize(preferred_element_type)
+        x1, x2 = (asarray_like(x).astype(pet) for x in (x1, x2))
     if trace_state.eager and type(x1) is Array and type(x2) is Array:   # eager 2-d fast path (checks done here)
         v1, v2 = x1._value, x2._value
         if v1.ndim == 2 and v2.ndim == 2 and v1.shape[1] == v2.shape[0] and v1.dtype == v2.dtype \

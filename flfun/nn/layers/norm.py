@@ -3,13 +3,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from flfun import lax
+from flfun import dtypes, lax
 from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.nn.layers.dense import check_last_dim
 from flfun.nn.module import Module, static_field
 
 __all__ = ["LayerNorm", "RMSNorm"]
+
+
+def _widened(x):
+    """``x`` in float32 if it is bfloat16/float16: norms are computed there (in float16 the derivative of rsqrt at
+    a variance below ~6e-4 exceeds its range), as mixed-precision recipes do."""
+    return x.astype(dtypes.float32) if x.dtype in dtypes.LOW_PRECISION else x
 
 
 class LayerNorm(Module):
@@ -32,9 +38,10 @@ class LayerNorm(Module):
     def __call__(self, x) -> Array:
         if self.weight is not None:
             check_last_dim(x, self.weight.shape[0], "LayerNorm")
+        x, dt = _widened(fnp.asarray(x)), fnp.asarray(x).dtype
         xc = x - fnp.mean(x, axis=-1, keepdims=True)
         y = xc * lax.rsqrt(fnp.mean(xc * xc, axis=-1, keepdims=True) + self.eps)
-        return y if self.weight is None else y * self.weight + self.bias
+        return (y if self.weight is None else y * self.weight + self.bias).astype(dt)
 
 
 class RMSNorm(Module):
@@ -54,4 +61,5 @@ class RMSNorm(Module):
 
     def __call__(self, x) -> Array:
         check_last_dim(x, self.weight.shape[0], "RMSNorm")
-        return x * lax.rsqrt(fnp.mean(x * x, axis=-1, keepdims=True) + self.eps) * self.weight
+        x, dt = _widened(fnp.asarray(x)), fnp.asarray(x).dtype
+        return (x * lax.rsqrt(fnp.mean(x * x, axis=-1, keepdims=True) + self.eps) * self.weight).astype(dt)
