@@ -18,8 +18,11 @@ def main(only: set[str], out_path: str) -> str:
     if "W6" in only:
         from benchmarks import w6_transformer
         parts.append(w6_transformer.main())
+    if "W9" in only:
+        from benchmarks import w9_lstm
+        parts.append(w9_lstm.main())
     return "\n".join(parts)
 
 
 if __name__ == "__main__":
-    suite_cli(main, "W1,W2,W3,W4,W5,W6,W7", "CPU_RESULTS.md")
+    suite_cli(main, "W1,W2,W3,W4,W5,W6,W7,W9", "CPU_RESULTS.md")
