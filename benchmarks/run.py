@@ -18,6 +18,9 @@ def main(only: set[str], out_path: str) -> str:
     if "W6" in only:
         from benchmarks import w6_transformer
         parts.append(w6_transformer.main())
+    if "W9" in only:
+        from benchmarks import w9_lstm
+        parts.append(w9_lstm.main())
     if "W10" in only:
         from benchmarks import w10_remat
         parts.append(w10_remat.main())
@@ -25,4 +28,4 @@ def main(only: set[str], out_path: str) -> str:
 
 
 if __name__ == "__main__":
-    suite_cli(main, "W1,W2,W3,W4,W5,W6,W7,W10", "CPU_RESULTS.md")
+    suite_cli(main, "W1,W2,W3,W4,W5,W6,W7,W9,W10", "CPU_RESULTS.md")

@@ -5,14 +5,21 @@ flfun ``jit`` + ``lax.scan`` against a hand-written numpy forward + BPTT with pr
 input and output projections out of the loop as one GEMM each (WORKLOADS.md allows it). The compile-time check
 measures the first call (trace + compile + run) minus a steady-state call at T = 64 and T = 1024 (flfun, JAX).
 
-Run: ``python -m benchmarks.w9_lstm``.
+Run: ``python -m benchmarks.w9_lstm`` (``W9_THREADS=1`` runs every peer on one thread: on a machine whose other
+processes keep both cores busy, multi-threaded BLAS spin-waits and its timings say little).
 """
 from __future__ import annotations
 
 import os
 import time
 
-import numpy as np
+THREADS = os.environ.get("W9_THREADS")
+if THREADS:      # before numpy, torch or jax start their thread pools
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = THREADS
+    os.environ["XLA_FLAGS"] = f"--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads={THREADS}"
+
+import numpy as np  # noqa: E402
 
 from benchmarks.harness import assert_check, markdown_table, peer_main, run_rows, time_fn, timing_dict
 
@@ -177,19 +184,18 @@ def flfun_step(params, inp, tgt):
 
 
 def _compile_time(make_step, to_arrays, sync, T) -> dict:
-    """First call (trace + compile + run) and a steady call (median of 3) of a fresh jitted step at ``T``."""
+    """First call (trace + compile + run) and a steady call (median of 3) of a fresh jitted step at ``T``, in wall
+    seconds and in this process's CPU seconds (steadier on a busy machine when the peers run on one thread)."""
     params, inp, tgt = (to_arrays(a) for a in data(T))
     step = make_step()
-    t0 = time.perf_counter()
-    sync(step(params, inp, tgt))
-    first = time.perf_counter() - t0
-    steady = []
-    for _ in range(3):
-        t0 = time.perf_counter()
+    times = []
+    for _ in range(4):
+        t0, c0 = time.perf_counter(), time.process_time()
         sync(step(params, inp, tgt))
-        steady.append(time.perf_counter() - t0)
-    steady = float(np.median(steady))
-    return {"first_s": first, "steady_s": steady, "compile_s": first - steady}
+        times.append((time.perf_counter() - t0, time.process_time() - c0))
+    (first, first_cpu), rest = times[0], np.median(np.asarray(times[1:]), axis=0)
+    return {"first_s": first, "steady_s": float(rest[0]), "compile_s": first - float(rest[0]),
+            "first_cpu_s": first_cpu, "steady_cpu_s": float(rest[1]), "compile_cpu_s": first_cpu - float(rest[1])}
 
 
 def run_flfun():
@@ -316,6 +322,8 @@ class TorchLSTM:
 
 def run_torch():
     import torch
+    if THREADS:
+        torch.set_num_threads(int(THREADS))
     params, inp, tgt = data()
     ti, tt = torch.from_numpy(inp).long(), torch.from_numpy(tgt).long()
     leaves = lambda: [torch.from_numpy(p.copy()).requires_grad_() for p in params]
@@ -338,21 +346,23 @@ def main() -> str:
                                                    ("torch", "torch")], BASE)
     table = markdown_table(f"W9: LSTM LM training step through scan (T 64, about {GFLOP:.1f} GFLOP of GEMMs)",
                            rows, BASE)
-    notes = [f"- {r['peer']} {r['variant']}: {GFLOP / r['median']:.0f} GFLOP/s" for r in rows if "median" in r]
+    notes = [f"- {r['peer']} {r['variant']}: {GFLOP / r['median']:.1f} GFLOP/s" for r in rows if "median" in r]
     fl_rows = {r.get("variant"): r for r in rows if r.get("peer") == "flfun" and "median" in r}
     if "jit step (lax.scan)" in fl_rows and "numpy floor (same process)" in fl_rows:
         own = fl_rows["jit step (lax.scan)"]["median"] / fl_rows["numpy floor (same process)"]["median"]
         notes.append(f"- flfun jit step / numpy floor timed in the flfun process: {own:.2f}x")
-    notes += ["", "Compile time (first call - steady call, seconds):", "",
+    notes += ["", f"Compile time = first call - steady call (median of 3), wall s / CPU s of the peer's process"
+              f"{' (one thread)' if THREADS else ''}:", "",
               "| peer | T=64 first | T=64 steady | T=64 compile | T=1024 first | T=1024 steady | T=1024 compile | "
-              "ratio 1024/64 |", "|---|---|---|---|---|---|---|---|"]
+              "ratio 1024/64 (wall, CPU) |", "|---|---|---|---|---|---|---|---|"]
     for peer in ("flfun", "jax"):
         c = extras.get(peer, {}).get("compile")
         if c:
             a, b = c["64"], c["1024"]
-            notes.append(f"| {peer} | {a['first_s']:.3f} | {a['steady_s']:.3f} | {a['compile_s']:.3f} | "
-                         f"{b['first_s']:.3f} | {b['steady_s']:.3f} | {b['compile_s']:.3f} | "
-                         f"{b['compile_s'] / a['compile_s']:.2f}x |")
+            cell = lambda d, k: f"{d[k + '_s']:.3f} / {d[k + '_cpu_s']:.3f}"
+            notes.append(f"| {peer} | {cell(a, 'first')} | {cell(a, 'steady')} | {cell(a, 'compile')} | "
+                         f"{cell(b, 'first')} | {cell(b, 'steady')} | {cell(b, 'compile')} | "
+                         f"{b['compile_s'] / a['compile_s']:.2f}x, {b['compile_cpu_s'] / a['compile_cpu_s']:.2f}x |")
     if "flfun" in extras:
         notes.append(f"\n- flfun trace + passes + plan + code generation at T=1024 (no run): "
                      f"{extras['flfun']['lower_compile_1024_s']:.3f} s; plan at T=1024: {extras['flfun']['plan_1024']}")

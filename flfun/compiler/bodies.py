@@ -83,8 +83,8 @@ class Body:
         self.out_avals = program.out_avals
         self.xp = getattr(device, "xp", np)
 
-    def empty(self, avals, lead: tuple = ()) -> list:
-        return [self.xp.empty(lead + a.shape, a.dtype) for a in avals]
+    def empty(self, avals) -> list:
+        return [self.xp.empty(a.shape, a.dtype) for a in avals]
 
 
 def _buffers(out, specs: list, xp) -> list:
