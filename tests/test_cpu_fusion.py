@@ -35,6 +35,12 @@ F32 = np.float32
 fnp.zeros(1)        # install the numpy backend (its impls, and the fused path as its jit compiler)
 
 
+@pytest.fixture(autouse=True)
+def _fused_path(monkeypatch):
+    """These tests run the fused path also in a run with ``FLFUN_CPU_FUSION=0``."""
+    monkeypatch.setattr(config, "cpu_fusion", True)
+
+
 def _trace(f, avals):
     fnp.zeros(1)
     closed, _ = close_program(*trace_to_program(f, avals, dynamic=True))
