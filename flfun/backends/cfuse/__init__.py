@@ -88,9 +88,17 @@ def enabled() -> bool:
     return config.cpu_fusion and toolchain() is not None
 
 
-def can_fuse(e: Eqn) -> bool:
-    """Whether ``e`` may join a fused CPU kernel: it has a C lowering and its numpy impl is the stock one."""
-    return fusible(e, lowering.TARGET) and _is_stock(e.prim.name, e.prim.impls.get("numpy"))
+# transcendentals: numpy's SIMD loops beat scalar libm calls, which gcc cannot vectorize without -ffast-math
+# (1M float32 on one core: tanh 0.33 ms in numpy vs 16 ms through tanhf, exp 0.43 vs 1.9 ms, log 0.44 vs 3.1 ms)
+NUMPY_FASTER = frozenset({"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "asin", "acos", "atan",
+                          "sinh", "cosh", "erf", "logistic", "pow", "atan2"})
+
+
+def can_fuse(e: Eqn, exclude: frozenset = NUMPY_FASTER) -> bool:
+    """Whether ``e`` may join a fused CPU kernel: it has a C lowering, its numpy impl is the stock one and its
+    primitive is not in ``exclude`` (default: the ones numpy computes faster)."""
+    return e.prim.name not in exclude and fusible(e, lowering.TARGET) and _is_stock(
+        e.prim.name, e.prim.impls.get("numpy"))
 
 
 @functools.cache
@@ -127,4 +135,5 @@ def set_threads_from_env() -> None:
         threads.set_cpu_threads(n)
 
 
-__all__ = ["MIN_WORK", "CpuExecutable", "attach_kernels", "can_fuse", "compile_program", "enabled", "install", "set_threads_from_env"]
+__all__ = ["MIN_WORK", "NUMPY_FASTER", "CpuExecutable", "attach_kernels", "can_fuse", "compile_program", "enabled", "install",
+           "set_threads_from_env"]
