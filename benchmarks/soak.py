@@ -76,6 +76,11 @@ def program(ops):
     return f
 
 
+def _wide(a: np.ndarray) -> np.ndarray:
+    """``a`` in float64 (complex128 when complex) for the reference; other dtypes as they are."""
+    return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64) if a.dtype.kind in "fc" else a
+
+
 def _float_positions(ops) -> list:
     flat = [a for op in ops for a in op[2]]
     return [i for i, a in enumerate(flat) if a.dtype == np.float64]
@@ -114,13 +119,11 @@ def reference(ops) -> dict:
     for rec, dtype, args, params, ordinary in ops:
         n = len(fl.tree_leaves(rec.fn(*[fnp.asarray(a) for a in args], **params)))
         if ordinary:
-            want = fl.tree_leaves(rec.ref(*[a.astype(np.float64) if a.dtype.kind == "f" else a for a in args],
-                                          **params))
+            want = fl.tree_leaves(rec.ref(*[_wide(a) for a in args], **params))
             for o, w in zip(ref["eager"][i:i + n], want):
                 o, w = np.asarray(o), np.asarray(w)
-                tol = (rec.atol, rec.rtol) if dtype == "float32" else (1e-9, 1e-9)
-                if o.shape != w.shape or not np.allclose(o.astype(np.float64) if o.dtype.kind != "b" else o, w,
-                                                         atol=tol[0], rtol=tol[1], equal_nan=True):
+                tol = (1e-9, 1e-9) if dtype in ("float64", "complex128") else (rec.atol, rec.rtol)
+                if o.shape != w.shape or not np.allclose(_wide(o), w, atol=tol[0], rtol=tol[1], equal_nan=True):
                     ref["errors"].append(f"{rec.name} {dtype} vs numpy float64")
         i += n
     if _differentiable(ops, ref["eager"]):

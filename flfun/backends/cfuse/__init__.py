@@ -17,6 +17,7 @@ other, never at once.
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 
 import numpy as np
@@ -129,9 +130,12 @@ def install() -> None:
 
 
 def set_threads_from_env() -> None:
-    """Give kernels and BLAS ``FLFUN_NUM_THREADS`` threads when it is set."""
+    """Give kernels and BLAS ``FLFUN_NUM_THREADS`` threads when it is set (otherwise the count stays what the
+    program chose, e.g. ``models.train --cpu-threads``)."""
+    if not {"FLFUN_NUM_THREADS", "FLFUN_CPU_THREADS"} & set(os.environ):
+        return
     n = threads.default_cpu_threads(threads.local_processes())
-    if n is not None and n != threads.count:
+    if n != threads.count:
         threads.set_cpu_threads(n)
 
 
