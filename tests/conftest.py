@@ -7,6 +7,8 @@ device; without cupy or a GPU those runs, and tests marked ``gpu``, are skipped 
 """
 import os
 
+import pytest
+
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", max_examples=12, deadline=None, derandomize=True,
@@ -47,3 +49,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if on_cupy or item.get_closest_marker("gpu"):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def jax_x64():
+    """JAX with float64 enabled for one test module (``pytestmark = pytest.mark.usefixtures("jax_x64")``), and
+    the setting restored after it, so modules that compare with JAX in float32 see JAX's defaults."""
+    from peers import require
+    jax = require("jax")
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield jax
+    jax.config.update("jax_enable_x64", before)

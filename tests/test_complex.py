@@ -17,7 +17,7 @@ from peers import require
 
 jax = require("jax")
 jnp = require("jax.numpy")
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.usefixtures("jax_x64")
 
 Z = np.array([0.3 + 0.7j, -1.2 + 0.4j, 2.0 - 1.5j, -0.5 - 0.25j])
 W = np.array([1.1 - 0.2j, 0.6 + 0.9j, -0.8 + 0.3j, 0.4 - 1.0j])

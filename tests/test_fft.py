@@ -12,7 +12,7 @@ from peers import require
 
 jax = require("jax")
 jnp = require("jax.numpy")
-jax.config.update("jax_enable_x64", True)
+pytestmark = pytest.mark.usefixtures("jax_x64")
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((3, 8))

@@ -16,12 +16,7 @@ jax = require("jax")
 jl, jnp = jax.lax, jax.numpy
 
 
-@pytest.fixture(scope="module", autouse=True)
-def x64():
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
+pytestmark = pytest.mark.usefixtures("jax_x64")
 
 
 def same(ours, theirs, rtol=1e-10, atol=0.0):
