@@ -172,3 +172,13 @@ def test_bad_arguments_are_clear_errors():
         fl.grad(lambda w: fnp.sum(fl.checkpoint(lambda h, w, s: h @ w)(h, w, "tanh")))(w)
     with pytest.raises(TypeError, match="checkpoint_name: name must be a str"):
         fl.checkpoint_name(h, 3)
+
+
+def test_the_optimization_barrier_is_the_identity_under_every_transform():
+    from flfun.primitives.elementwise import optimization_barrier_p as barrier
+    x = fnp.asarray([1.0, -2.0])
+    f = lambda x: fnp.sum(barrier.bind(x, x * 2.0)[1] ** 2)
+    same(fl.grad(f)(x), 8.0 * x)
+    same(fl.jit(fl.grad(f))(x), 8.0 * x)
+    same(fl.vmap(lambda r: barrier.bind(r)[0] * 2.0)(x), x * 2.0)
+    same(fl.jvp(lambda x: barrier.bind(x)[0], (x,), (x,)), (x, x))

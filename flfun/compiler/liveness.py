@@ -110,7 +110,7 @@ def _place(program: Program, roots: dict, var_roots: dict, last: dict, hits: int
                       _peak((b.start, b.end, b.size) for b in buffers),
                       _peak((i, max(last.get(v.id, i), i), v.aval.nbytes) for i, e in enumerate(program.eqns)
                             for v in e.outputs), hits, len(program.eqns), roots, var_roots, program)
-    remat = [e.params["remat"] for e in program.eqns if e.prim is optimization_barrier_p]
+    remat = [e.params.get("remat", (0, 0)) for e in program.eqns if e.prim is optimization_barrier_p]
     plan.recomputed_eqns, plan.recomputed_bytes = (sum(r[k] for r in remat) for k in (0, 1))
     plan.check()
     return plan

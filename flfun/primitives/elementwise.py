@@ -343,6 +343,11 @@ def stop_gradient(x):
 # the body recomputes, for the memory plan's report.
 optimization_barrier_p = Primitive("optimization_barrier", multiple_results=True)
 optimization_barrier_p.def_abstract_eval(lambda *xs, remat=(0, 0): [ShapedArray(x.shape, x.dtype) for x in xs])
+optimization_barrier_p.def_jvp(lambda primals, tangents, **p: (bind(optimization_barrier_p, *primals, **p),
+                                                               list(tangents)))
+optimization_barrier_p.def_transpose(lambda cts, *args, **p: list(cts))
+optimization_barrier_p.def_batch(lambda axis, args, dims, **p: (bind(optimization_barrier_p, *args, **p),
+                                                                list(dims)))
 
 
 
