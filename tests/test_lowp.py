@@ -62,8 +62,8 @@ def test_jit_and_vmap_match_eager(rec, dtype, data):
 
 def test_decompositions_refuse_low_precision_clearly():
     for dt in LOW:
-        with pytest.raises(TypeError, match=rf"cholesky: expected a stack of square float32 or float64 matrices, "
-                                            rf"got {dtypes.short_name(dt)}\[2,2\]"):
+        with pytest.raises(TypeError, match=rf"cholesky: expected a stack of square float32\b.* "
+                                            rf"matrices, got {dtypes.short_name(dt)}\[2,2\]"):
             fnp.linalg.cholesky(fnp.eye(2, dtype=dt))
 
 
