@@ -39,6 +39,7 @@ fnp.zeros(1)        # install the numpy backend (its impls, and the fused path a
 def _fused_path(monkeypatch):
     """These tests run the fused path also in a run with ``FLFUN_CPU_FUSION=0``."""
     monkeypatch.setattr(config, "cpu_fusion", True)
+    monkeypatch.setattr(cfuse, "MIN_WORK", 0)
 
 
 def _trace(f, avals):
