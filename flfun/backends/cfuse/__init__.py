@@ -9,7 +9,7 @@ path already generates and tests, and nothing joins the runtime dependencies (nu
 dependency with its own LLVM and a slower first compile).
 
 It is the numpy backend's compiler (``register_backend_compiler``) when ``config.cpu_fusion`` is on
-(``FLFUN_CPU_FUSION=0`` turns it off) and a C compiler is found; otherwise jit runs the numpy impls. An equation
+(opt-in: ``FLFUN_CPU_FUSION=1``) and a C compiler is found; otherwise jit runs the numpy impls. An equation
 whose impl was replaced (``register_impl``) is left out of fusion, so the replacement is what runs. Kernels and
 BLAS share one thread count, ``flfun.distributed.threads.count`` (``FLFUN_NUM_THREADS``), and run one after the
 other, never at once.
