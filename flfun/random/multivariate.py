@@ -10,8 +10,8 @@ from flfun import dtypes
 from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.random.basic import bernoulli, normal
-from flfun.random.continuous import exponential, gamma, params
-from flfun.random.keys import canonical_shape, check_key, split
+from flfun.random.continuous import exponential, gamma
+from flfun.random.keys import canonical_shape, check_key, sample_args, split
 
 _METHODS = ("cholesky", "eigh", "svd")
 
@@ -23,7 +23,7 @@ def generalized_normal(key: Array, p, shape: Sequence[int] = (), dtype=np.float3
 
         >>> x = flfun.random.generalized_normal(flfun.random.key(0), 1.5, (10,))
     """
-    key, shape, dt, q = params("generalized_normal", key, shape, dtype, p=p)
+    key, shape, dt, q = sample_args("generalized_normal", key, shape, dtype, p=p)
     kg, ks = split(key)
     g = gamma(kg, 1.0 / q["p"], shape, dt)
     return fnp.where(bernoulli(ks, 0.5, shape), 1.0, -1.0).astype(dt) * g ** (1.0 / q["p"])
@@ -36,7 +36,7 @@ def maxwell(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
 
         >>> x = flfun.random.maxwell(flfun.random.key(0), (10,))
     """
-    key, shape, dt, _ = params("maxwell", key, shape, dtype)
+    key, shape, dt, _ = sample_args("maxwell", key, shape, dtype)
     return fnp.sqrt(fnp.sum(normal(key, (*shape, 3), dt) ** 2, axis=-1))
 
 
@@ -47,7 +47,7 @@ def double_sided_maxwell(key: Array, loc, scale, shape: Sequence[int] = (), dtyp
 
         >>> x = flfun.random.double_sided_maxwell(flfun.random.key(0), 0.0, 1.0, (10,))
     """
-    key, shape, dt, q = params("double_sided_maxwell", key, shape, dtype, loc=loc, scale=scale)
+    key, shape, dt, q = sample_args("double_sided_maxwell", key, shape, dtype, loc=loc, scale=scale)
     km, ks = split(key)
     sign = fnp.where(bernoulli(ks, 0.5, shape), 1.0, -1.0).astype(dt)
     return q["loc"] + q["scale"] * sign * maxwell(km, shape, dt)
@@ -62,7 +62,7 @@ def ball(key: Array, d: int, p: float = 2, shape: Sequence[int] = (), dtype=np.f
     """
     if not isinstance(d, (int, np.integer)) or d < 1:
         raise ValueError(f"ball: d must be a positive int, got {d!r}")
-    key, shape, dt, _ = params("ball", key, shape, dtype)
+    key, shape, dt, _ = sample_args("ball", key, shape, dtype)
     kg, ke = split(key)
     g = generalized_normal(kg, p, (*shape, d), dt)
     e = exponential(ke, shape, dt)
@@ -80,7 +80,7 @@ def orthogonal(key: Array, n: int, shape: Sequence[int] = (), dtype=np.float32, 
     for name, v in (("n", n), ("m", m)):
         if not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"orthogonal: {name} must be a positive int, got {v!r}")
-    key, shape, dt, _ = params("orthogonal", key, shape, dtype)
+    key, shape, dt, _ = sample_args("orthogonal", key, shape, dtype)
     z = normal(key, (*shape, max(n, m), min(n, m)), dt)
     q, r = fnp.linalg.qr(z)
     q = q * fnp.sign(fnp.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
