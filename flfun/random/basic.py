@@ -66,11 +66,9 @@ def bernoulli(key: Array, p=0.5, shape: Sequence[int] | None = None) -> Array:
 
         >>> mask = flfun.random.bernoulli(flfun.random.key(0), 0.9, (8,))
     """
-    key = check_key(key, "bernoulli")
-    p = to_float(fnp.asarray(p))
-    shape = canonical_shape(p.shape if shape is None else shape, "bernoulli")
-    check_fits(shape, "bernoulli", p=p)
-    return uniform(key, shape, p.dtype) < p
+    dt = to_float(p).dtype
+    key, shape, _, a = sample_args("bernoulli", key, shape, dt, p=p)
+    return uniform(key, shape, dt) < a["p"]
 
 
 def gumbel(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
