@@ -84,14 +84,16 @@ def canonical_shape(shape, fn: str) -> tuple[int, ...]:
 
 
 def sample_args(fn: str, key, shape, dtype, kinds: str = "f", **arrays):
-    """The checked ``key``, the sample ``shape`` (default: the broadcast of ``arrays``' shapes), the ``dtype`` (its
+    """The checked ``key``, the sample ``shape`` (``None``: the broadcast of ``arrays``' shapes), the ``dtype`` (its
     kind in ``kinds``, unless that is empty) and ``arrays`` as float arrays (of ``dtype`` if that is a float type),
     each broadcastable to ``shape``."""
     key, dt = check_key(key, fn), dtypes.canonicalize(dtype)
     if kinds and dtypes.kind(dt) not in kinds:
         raise ValueError(f"{fn}: dtype must be {_KINDS[kinds]}, got {dt}")
     arrays = {k: fnp.asarray(v, dtype=dt) if dtypes.is_float(dt) else to_float(fnp.asarray(v)) for k, v in arrays.items()}
-    shape = canonical_shape(np.broadcast_shapes(*[a.shape for a in arrays.values()]) if shape is None else shape, fn)
+    if shape is None and arrays:
+        shape = np.broadcast_shapes(*[a.shape for a in arrays.values()])
+    shape = canonical_shape(shape, fn)
     check_fits(shape, fn, **arrays)
     return key, shape, dt, arrays
 
