@@ -29,7 +29,6 @@ _FILE_DTYPES = {"BOOL": dtypes.bool_, "BF16": dtypes.bfloat16,     # safetensors
 
 
 _ORDER = "flfun.names"   # metadata key: the saved tree's leaf names in order (safetensors sorts its tensors)
-_RESERVED_LEAVES = frozenset({"__metadata__"})          # the header key that safetensors keeps for metadata
 _RESERVED_META = frozenset({"format", _ORDER, "sha256"})  # metadata keys that save writes itself
 _TMP = re.compile(r"\.tmp-(?P<host>.+)-(?P<pid>\d+)-[^-]*\.safetensors\Z")
 
@@ -95,10 +94,9 @@ def save(path: str | os.PathLike, tree: Any, metadata: dict[str, str] | None = N
         raise ValueError(f"save: metadata key {clash[0]!r} is reserved (save writes {sorted(_RESERVED_META)} "
                          f"itself); rename it")
     names, leaves, _ = tree_paths(tree)
-    clash = sorted(_RESERVED_LEAVES & set(names))
-    if clash:
-        raise CheckpointError(f"save: leaf name {clash[0]!r} is reserved by the safetensors format (it names "
-                              f"the header's metadata); rename that key of the tree")
+    if "__metadata__" in names:     # the header key that safetensors keeps for metadata
+        raise CheckpointError("save: leaf name '__metadata__' is reserved by the safetensors format (it names "
+                              "the header's metadata); rename that key of the tree")
     arrays = {n: _to_numpy(n, leaf) for n, leaf in zip(names, leaves)}
     meta = {**(metadata or {}), "format": "flfun", _ORDER: json.dumps(names), "sha256": "0" * 64}
     # the checksum covers the data in the order safetensors lays it out: serialise once with a placeholder
