@@ -18,25 +18,11 @@ from flfun.util import canonical_axes
 
 
 # jax.lax names for functions flfun.numpy, scipy.special and the primitives already have
-acosh = fnp.arccosh
-asinh = fnp.arcsinh
-atanh = fnp.arctanh
-exp2 = fnp.exp2
-square = fnp.square
-reciprocal = fnp.reciprocal
-erfc = special.erfc
-erf_inv = special.erfinv
-lgamma = special.gammaln
-digamma = special.digamma
-igamma = special.gammainc
-igammac = special.gammaincc
-zeta = special.zeta
-bessel_i0e = special.i0e
-bessel_i1e = special.i1e
-bitwise_and = pe.and_
-bitwise_or = pe.or_
-bitwise_xor = pe.xor
-bitwise_not = pe.not_
+acosh, asinh, atanh = fnp.arccosh, fnp.arcsinh, fnp.arctanh
+exp2, square, reciprocal = fnp.exp2, fnp.square, fnp.reciprocal
+erfc, erf_inv, lgamma, digamma, zeta = special.erfc, special.erfinv, special.gammaln, special.digamma, special.zeta
+igamma, igammac, bessel_i0e, bessel_i1e = special.gammainc, special.gammaincc, special.i0e, special.i1e
+bitwise_and, bitwise_or, bitwise_xor, bitwise_not = pe.and_, pe.or_, pe.xor, pe.not_
 
 
 def cbrt(x):
