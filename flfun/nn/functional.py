@@ -122,8 +122,7 @@ def log_sigmoid(x) -> Array:
         >>> log_sigmoid(fnp.asarray([-100.0])).tolist()
         [-100.0]
     """
-    x = to_float(x)
-    return lax.neg(softplus(lax.neg(x)))
+    return lax.neg(softplus(lax.neg(to_float(x))))
 
 
 def elu(x, alpha: float = 1.0) -> Array:
