@@ -453,7 +453,7 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1) -> Array:
         raise ValueError(f"one_hot: num_classes must be a concrete int, got {num_classes!r}") from None
     if num_classes < 0:
         raise ValueError(f"one_hot: num_classes must be non-negative, got {num_classes}")
-    x = x if isinstance(x, Array) else fnp.asarray(x)
+    x = fnp.asarray(x)
     if x.dtype == dtypes.bool_:
         x = lax.convert_element_type(x, dtypes.DEFAULT_INT)
     nd = x.ndim + 1
