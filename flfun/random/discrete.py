@@ -73,7 +73,7 @@ def binomial(key: Array, n, p, shape: Sequence[int] | None = None, dtype=np.floa
         >>> k = flfun.random.binomial(flfun.random.key(0), 10, 0.3, (10,))
     """
     key, shape, dt, a = sample_args("binomial", key, shape, dtype, "", n=n, p=p)
-    n, p = (fnp.broadcast_to(a[k], shape) for k in "np")
+    n, p = fnp.broadcast_to(a["n"], shape), fnp.broadcast_to(a["p"], shape)
     flip = p > 0.5
     q = fnp.where(flip, 1.0 - p, p)                       # sample with q <= 1/2, flip back
     mean = n * q
