@@ -24,8 +24,7 @@ DEFAULT_INT = int64
 DEFAULT_COMPLEX = complex64
 SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64,
              bfloat16, complex64, complex128)
-_SHORT = {d: "bool" if d == bool_ else f"{d.kind}{d.itemsize * 8}" for d in SUPPORTED}   # f32, i64, u8, c64...
-_SHORT[bfloat16] = "bf16"
+_SHORT = {d: "bool" if d == bool_ else "bf16" if d == bfloat16 else f"{d.kind}{d.itemsize * 8}" for d in SUPPORTED}
 LOW_PRECISION = (bfloat16, float16)           # computed in, and accumulated to, float32 where JAX does
 
 

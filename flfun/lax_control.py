@@ -6,6 +6,7 @@ signatures follow ``jax.lax``.
 """
 from __future__ import annotations
 
+import itertools
 from typing import Callable, Sequence
 
 from flfun import dtypes
@@ -72,19 +73,17 @@ def _branch(op: str, index, branches: list, operands: tuple, labels=None):
     labels = labels or [f"branch {i}" for i in range(len(branches))]
     leaves, tree = tree_flatten(operands)
     avals = _avals(leaves)
-    traced, trees = [], []
-    for fn in branches:
-        traced.append(_trace(fn, tree, avals, trees, star=True))
+    trees: list = []
+    traced = [_trace(fn, tree, avals, trees, star=True) for fn in branches]
     for i, (c, _) in enumerate(traced[1:], 1):
         if trees[i] != trees[0]:
             raise TypeError(f"{op}: {labels[i]} returns {trees[i]} but {labels[0]} returns {trees[0]}")
         check_types(op, f"{labels[i]} output", c.out_avals, f"{labels[0]} output", traced[0][0].out_avals)
     captured = [x for _, cap in traced for x in cap]
     cap_avals = [get_aval(x) for x in captured]
-    progs, start = [], 0
-    for c, cap in traced:      # every branch takes all branches' captured values and uses its own
-        progs.append(_with_unused(c, cap_avals, start, len(cap)))
-        start += len(cap)
+    starts = itertools.accumulate([len(cap) for _, cap in traced], initial=0)
+    # every branch takes all branches' captured values and uses its own
+    progs = [_with_unused(c, cap_avals, start, len(cap)) for (c, cap), start in zip(traced, starts)]
     outs = cond_p.bind(index, *captured, *leaves, branches=tuple(progs))
     return tree_unflatten(trees[0], outs)
 
@@ -201,16 +200,15 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
 
         >>> lax.fori_loop(0, 5, lambda i, acc: acc + i, 0)   # 10
     """
+    dt = dtypes.int32 if isinstance(lower, int) else get_aval(lower).dtype
     if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
         lo, hi = int(lower), int(upper)
-        i_dtype = get_aval(lower).dtype if not isinstance(lower, int) else dtypes.int32
 
         def step(carry, _):
             i, val = carry
-            return (add(i, convert_element_type(1, i_dtype)), body_fun(i, val)), None
-        (_, val), _ = scan(step, (convert_element_type(lo, i_dtype), init_val), length=max(hi - lo, 0))
+            return (add(i, convert_element_type(1, dt)), body_fun(i, val)), None
+        (_, val), _ = scan(step, (convert_element_type(lo, dt), init_val), length=max(hi - lo, 0))
         return val
-    dt = dtypes.int32 if isinstance(lower, int) else get_aval(lower).dtype
     lower, upper = convert_element_type(lower, dt), convert_element_type(upper, dt)
     _, _, val = while_loop(lambda c: lt(c[0], c[1]),
                            lambda c: (add(c[0], convert_element_type(1, dt)), c[1], body_fun(c[0], c[2])),

@@ -13,30 +13,16 @@ from flfun import numpy as fnp
 from flfun.primitives import elementwise as pe
 from flfun.primitives import reduce as pr
 from flfun.scipy import special
-from flfun.tree import tree_flatten, tree_unflatten
+from flfun.tree import tree_flatten, tree_leaves, tree_unflatten
 from flfun.util import canonical_axes
 
 
 # jax.lax names for functions flfun.numpy, scipy.special and the primitives already have
-acosh = fnp.arccosh
-asinh = fnp.arcsinh
-atanh = fnp.arctanh
-exp2 = fnp.exp2
-square = fnp.square
-reciprocal = fnp.reciprocal
-erfc = special.erfc
-erf_inv = special.erfinv
-lgamma = special.gammaln
-digamma = special.digamma
-igamma = special.gammainc
-igammac = special.gammaincc
-zeta = special.zeta
-bessel_i0e = special.i0e
-bessel_i1e = special.i1e
-bitwise_and = pe.and_
-bitwise_or = pe.or_
-bitwise_xor = pe.xor
-bitwise_not = pe.not_
+acosh, asinh, atanh = fnp.arccosh, fnp.arcsinh, fnp.arctanh
+exp2, square, reciprocal = fnp.exp2, fnp.square, fnp.reciprocal
+erfc, erf_inv, lgamma, digamma, zeta = special.erfc, special.erfinv, special.gammaln, special.digamma, special.zeta
+igamma, igammac, bessel_i0e, bessel_i1e = special.gammainc, special.gammaincc, special.i0e, special.i1e
+bitwise_and, bitwise_or, bitwise_xor, bitwise_not = pe.and_, pe.or_, pe.xor, pe.not_
 
 
 def cbrt(x):
@@ -86,11 +72,8 @@ def population_count(x):
         >>> lax.population_count(fnp.asarray([0, 7, 255], dtype="int32")).tolist()
         [0, 3, 8]
     """
-    x, u, width = _bits(x, "population_count")
-    count = fnp.zeros_like(u)
-    for shift in range(width):
-        count = count + ((u >> shift) & 1)
-    return count.astype(x.dtype)
+    x, u, _ = _bits(x, "population_count")
+    return fnp.bitwise_count(u).astype(x.dtype)
 
 
 def clz(x):
@@ -102,11 +85,9 @@ def clz(x):
         [31, 23, 32]
     """
     x, u, width = _bits(x, "clz")
-    zeros, seen = fnp.zeros_like(u), fnp.zeros(u.shape, bool)
-    for bit in range(width - 1, -1, -1):
-        seen = seen | (((u >> bit) & 1) == 1)
-        zeros = zeros + fnp.where(seen, 0, 1).astype(u.dtype)
-    return zeros.astype(x.dtype)
+    for shift in (1, 2, 4, 8, 16, 32)[:width.bit_length() - 1]:    # set every bit below the highest set one
+        u = u | (u >> shift)
+    return (width - fnp.bitwise_count(u)).astype(x.dtype)
 
 
 def top_k(operand, k: int, *, axis: int = -1):
@@ -224,14 +205,10 @@ def reduce(operands, init_values, computation: Callable, dimensions: Sequence[in
         acc = [fnp.broadcast_to(fnp.asarray(i, dtype=x.dtype), x.shape[:d] + x.shape[d + 1:])
                for i, x in zip(inits, outs)]
         for j in range(outs[0].shape[d]):
-            acc = _as_list(computation(tree_unflatten(tree, acc),
+            acc = tree_leaves(computation(tree_unflatten(tree, acc),
                                        tree_unflatten(tree, [fnp.take(x, j, axis=d) for x in outs])))
         outs = acc
     return tree_unflatten(tree, outs)
-
-
-def _as_list(v) -> list:
-    return tree_flatten(v)[0]
 
 
 def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
@@ -252,8 +229,8 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
     ax = canonical_axes(axis, leaves[0].ndim, "associative_scan")[0]
     xs = [fnp.moveaxis(x, ax, 0) for x in leaves]
     xs = [fnp.flip(x, 0) for x in xs] if reverse else xs
-    combine = (lambda a, b: _as_list(fn(tree_unflatten(tree, b), tree_unflatten(tree, a)))) if reverse else \
-        (lambda a, b: _as_list(fn(tree_unflatten(tree, a), tree_unflatten(tree, b))))
+    combine = (lambda a, b: tree_leaves(fn(tree_unflatten(tree, b), tree_unflatten(tree, a)))) if reverse else \
+        (lambda a, b: tree_leaves(fn(tree_unflatten(tree, a), tree_unflatten(tree, b))))
     n, shift = xs[0].shape[0], 1
     while shift < n:             # Hillis-Steele: element i combines with element i - shift
         combined = combine([x[:n - shift] for x in xs], [x[shift:] for x in xs])

@@ -7,7 +7,6 @@ given a template tree, every name, shape and dtype.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -21,7 +20,7 @@ import numpy as np
 
 from flfun import dtypes
 from flfun.array import Array
-from flfun.tree import PyTreeDef, tree_flatten, tree_unflatten
+from flfun.tree import PyTreeDef, tree_flatten_with_path, tree_unflatten
 
 _DTYPES = frozenset(map(np.dtype, ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
                                    "uint16", "uint32", "uint64", "bool"])) | {dtypes.bfloat16}
@@ -30,7 +29,6 @@ _FILE_DTYPES = {"BOOL": dtypes.bool_, "BF16": dtypes.bfloat16,     # safetensors
 
 
 _ORDER = "flfun.names"   # metadata key: the saved tree's leaf names in order (safetensors sorts its tensors)
-_RESERVED_LEAVES = frozenset({"__metadata__"})          # the header key that safetensors keeps for metadata
 _RESERVED_META = frozenset({"format", _ORDER, "sha256"})  # metadata keys that save writes itself
 _TMP = re.compile(r"\.tmp-(?P<host>.+)-(?P<pid>\d+)-[^-]*\.safetensors\Z")
 
@@ -48,19 +46,6 @@ def _safetensors():
     return safetensors
 
 
-def _child_names(td: PyTreeDef) -> list[str]:
-    t, aux, n = td.node_type, td.aux, len(td.children)
-    if t is dict:
-        return [str(k) for k in aux]
-    if hasattr(t, "__tree_children__"):     # registered with tree.register_dataclass
-        return list(t.__tree_children__)
-    if dataclasses.is_dataclass(t) and len(dataclasses.fields(t)) == n:
-        return [f.name for f in dataclasses.fields(t)]
-    if hasattr(t, "_fields"):
-        return list(t._fields)
-    return [str(i) for i in range(n)]
-
-
 def tree_paths(tree: Any) -> tuple[list[str], list, PyTreeDef]:
     """Dotted path names of a tree's leaves: ``({"a": [x, y]}) -> ["a.0", "a.1"]``, the leaves and structure.
 
@@ -69,20 +54,11 @@ def tree_paths(tree: Any) -> tuple[list[str], list, PyTreeDef]:
         >>> tree_paths({"w": 1, "b": (2, 3)})[0]
         ['b.0', 'b.1', 'w']
     """
-    leaves, treedef = tree_flatten(tree)
-    names: list[str] = []
-
-    def rec(td: PyTreeDef, prefix: str):
-        if td.node_type is None:
-            names.append(prefix or "value")
-            return
-        for name, child in zip(_child_names(td), td.children):
-            rec(child, f"{prefix}.{name}" if prefix else name)
-
-    rec(treedef, "")
+    pairs, treedef = tree_flatten_with_path(tree)
+    names = [".".join(str(k[0]) for k in path) or "value" for path, _ in pairs]   # each key's one field
     if len(set(names)) != len(names):
         raise CheckpointError(f"save: leaf names are not unique: {names}")
-    return names, leaves, treedef
+    return names, [leaf for _, leaf in pairs], treedef
 
 
 def _to_numpy(name: str, leaf) -> np.ndarray:
@@ -118,10 +94,9 @@ def save(path: str | os.PathLike, tree: Any, metadata: dict[str, str] | None = N
         raise ValueError(f"save: metadata key {clash[0]!r} is reserved (save writes {sorted(_RESERVED_META)} "
                          f"itself); rename it")
     names, leaves, _ = tree_paths(tree)
-    clash = sorted(_RESERVED_LEAVES & set(names))
-    if clash:
-        raise CheckpointError(f"save: leaf name {clash[0]!r} is reserved by the safetensors format (it names "
-                              f"the header's metadata); rename that key of the tree")
+    if "__metadata__" in names:     # the header key that safetensors keeps for metadata
+        raise CheckpointError("save: leaf name '__metadata__' is reserved by the safetensors format (it names "
+                              "the header's metadata); rename that key of the tree")
     arrays = {n: _to_numpy(n, leaf) for n, leaf in zip(names, leaves)}
     meta = {**(metadata or {}), "format": "flfun", _ORDER: json.dumps(names), "sha256": "0" * 64}
     # the checksum covers the data in the order safetensors lays it out: serialise once with a placeholder

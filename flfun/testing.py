@@ -46,13 +46,10 @@ def arrays(dtype, shape, *, low: float = -3.0, high: float = 3.0, unique: bool =
         dtype('complex64')
     """
     dt = dtypes.canonicalize(dtype)
-    if dt.kind == "c":
+    if dtypes.is_inexact(dt):   # draw in float64 / complex128 and round, so any bounds work for every width
         part = st.floats(low, high, allow_nan=False, allow_infinity=False)
-        return hnp.arrays(np.complex128, shape, elements=st.builds(complex, part, part), unique=unique).map(
-            lambda a: a.astype(dt))
-    if dtypes.is_float(dt):   # draw in float64 and round, so any bounds work for every width
-        elements = st.floats(low, high, allow_nan=False, allow_infinity=False)
-        return hnp.arrays(np.float64, shape, elements=elements, unique=unique).map(lambda a: a.astype(dt))
+        wide, elements = (np.complex128, st.builds(complex, part, part)) if dt.kind == "c" else (np.float64, part)
+        return hnp.arrays(wide, shape, elements=elements, unique=unique).map(lambda a: a.astype(dt))
     elements = (st.integers(max(int(low), int(np.iinfo(dt).min)), min(int(high), int(np.iinfo(dt).max)))
                 if dt.kind in "iu" else st.booleans())
     return hnp.arrays(dt, shape, elements=elements, unique=unique)

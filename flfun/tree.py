@@ -165,3 +165,62 @@ def broadcast_prefix(prefix: Any, tree: Any, what: str) -> list:
 
     rec(prefix, tree)
     return out
+
+
+# ------------------------------------------------------------------------------------------------- key paths
+def _key_type(name: str, field: str, fmt: str) -> type:
+    """One step of a key path: a one-field NamedTuple printed as ``fmt`` (``keystr`` joins the steps)."""
+    cls = NamedTuple(name, [(field, Any)])
+    cls.__str__ = lambda k: fmt.format(k[0])
+    return cls
+
+
+SequenceKey = _key_type("SequenceKey", "idx", "[{}]")
+DictKey = _key_type("DictKey", "key", "[{!r}]")
+GetAttrKey = _key_type("GetAttrKey", "name", ".{}")
+FlattenedIndexKey = _key_type("FlattenedIndexKey", "key", "[<flat index {}>]")
+
+
+def _keys(td: PyTreeDef) -> list:
+    t, n = td.node_type, len(td.children)
+    if t is dict:
+        return [DictKey(k) for k in td.aux]
+    if t in (list, tuple):
+        return [SequenceKey(i) for i in range(n)]
+    names = getattr(t, "_fields", None) or getattr(t, "__tree_children__", None) or (
+        [f.name for f in dataclasses.fields(t)] if dataclasses.is_dataclass(t) else None)
+    return [GetAttrKey(k) for k in names] if names and len(names) == n else [FlattenedIndexKey(i) for i in range(n)]
+
+
+def _paths(td: PyTreeDef, prefix: tuple) -> list:
+    if td.node_type is None:
+        return [prefix]
+    return [p for k, c in zip(_keys(td), td.children) for p in _paths(c, prefix + (k,))]
+
+
+def tree_flatten_with_path(tree: Any, is_leaf=None):
+    """``([(key path, leaf), ...], treedef)``: each leaf with the keys that lead to it.
+
+    Example::
+
+        >>> keystr(tree_flatten_with_path({"a": [1, 2]})[0][1][0])
+        "['a'][1]"
+    """
+    leaves, td = tree_flatten(tree, is_leaf)
+    return list(zip(_paths(td, ()), leaves)), td
+
+
+def tree_leaves_with_path(tree: Any, is_leaf=None) -> list:
+    """``[(key path, leaf), ...]``."""
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(f: Callable, tree: Any, *rest: Any, is_leaf=None) -> Any:
+    """``tree_map`` whose ``f(path, leaf, *others)`` also gets each leaf's key path."""
+    paths = iter([p for p, _ in tree_leaves_with_path(tree, is_leaf)])
+    return tree_map(lambda *xs: f(next(paths), *xs), tree, *rest, is_leaf=is_leaf)
+
+
+def keystr(keys: tuple) -> str:
+    """A key path as text: ``"['a'][1]"``."""
+    return "".join(str(k) for k in keys)

@@ -4,10 +4,11 @@ key paths (``tree_flatten_with_path``, ``tree_map_with_path``, ``keystr``)."""
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
-from flfun.tree import (PyTreeDef, register_dataclass, register_pytree_node, tree_flatten, tree_leaves,
-                        tree_map, tree_structure, tree_unflatten)
+from flfun.tree import (DictKey, FlattenedIndexKey, GetAttrKey, PyTreeDef, SequenceKey, keystr, register_dataclass,
+                        register_pytree_node, tree_flatten, tree_flatten_with_path, tree_leaves, tree_leaves_with_path,
+                        tree_map, tree_map_with_path, tree_structure, tree_unflatten)
 
 __all__ = ["PyTreeDef", "register_dataclass", "register_pytree_node", "register_pytree_node_class", "tree_flatten",
            "tree_leaves", "tree_map", "tree_structure", "tree_unflatten", "tree_reduce", "tree_all",
@@ -57,80 +58,3 @@ class Partial(functools.partial):
 
 register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
                      lambda func, c: Partial(func, *c[0], **c[1]))
-
-
-class SequenceKey(NamedTuple):
-    idx: int
-
-    def __str__(self):
-        return f"[{self.idx}]"
-
-
-class DictKey(NamedTuple):
-    key: Any
-
-    def __str__(self):
-        return f"[{self.key!r}]"
-
-
-class GetAttrKey(NamedTuple):
-    name: str
-
-    def __str__(self):
-        return f".{self.name}"
-
-
-class FlattenedIndexKey(NamedTuple):
-    key: int
-
-    def __str__(self):
-        return f"[<flat index {self.key}>]"
-
-
-def _keys(td: PyTreeDef) -> list:
-    t, n = td.node_type, len(td.children)
-    if t is dict:
-        return [DictKey(k) for k in td.aux]
-    if t in (list, tuple):
-        return [SequenceKey(i) for i in range(n)]
-    names = getattr(t, "_fields", None) or getattr(t, "__tree_children__", None)
-    return [GetAttrKey(k) for k in names] if names and len(names) == n else [FlattenedIndexKey(i) for i in range(n)]
-
-
-def _paths(td: PyTreeDef, prefix: tuple) -> list:
-    if td.node_type is None:
-        return [prefix]
-    return [p for k, c in zip(_keys(td), td.children) for p in _paths(c, prefix + (k,))]
-
-
-def tree_flatten_with_path(tree: Any, is_leaf=None):
-    """``([(key path, leaf), ...], treedef)``: each leaf with the keys that lead to it.
-
-    Example::
-
-        >>> keystr(tree_flatten_with_path({"a": [1, 2]})[0][1][0])
-        "['a'][1]"
-    """
-    leaves, td = tree_flatten(tree, is_leaf)
-    return list(zip(_paths(td, ()), leaves)), td
-
-
-def tree_leaves_with_path(tree: Any, is_leaf=None) -> list:
-    """``[(key path, leaf), ...]``."""
-    return tree_flatten_with_path(tree, is_leaf)[0]
-
-
-def tree_map_with_path(f: Callable, tree: Any, *rest: Any, is_leaf=None) -> Any:
-    """``tree_map`` whose ``f(path, leaf, *others)`` also gets each leaf's key path."""
-    pairs, td = tree_flatten_with_path(tree, is_leaf)
-    others = [tree_flatten(r, is_leaf) for r in rest]
-    for _, otd in others:
-        if otd != td:
-            raise ValueError(f"tree_map_with_path: structures differ: {td} and {otd}")
-    return tree_unflatten(td, [f(p, x, *xs) for (p, x), *xs in zip(pairs, *[o[0] for o in others])])
-
-
-def keystr(keys: tuple) -> str:
-    """A key path as text: ``"['a'][1]"``."""
-    return "".join(str(k) for k in keys)
-

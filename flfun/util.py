@@ -6,12 +6,10 @@ import inspect
 import math
 import operator
 import threading
-from typing import Callable, Iterable
+from typing import Callable
 
 
-def prod(xs: Iterable[int]) -> int:
-    """Product of integers, 1 for an empty sequence."""
-    return math.prod(xs)
+prod = math.prod     # the product of integers, 1 for an empty sequence
 
 
 def canonical_axis(axis: int, ndim: int, op: str) -> int:

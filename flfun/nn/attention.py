@@ -2,6 +2,7 @@
 with bias, boolean mask, causal and local-window masks, sequence lengths and grouped key/value heads."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -30,21 +31,18 @@ def _check(q, k, v):
 
 def _mask(b, t, s, mask, is_causal, local_window_size, q_lens, kv_lens):
     """The combined boolean keep-mask, broadcastable to ``(B, N, T, S)`` (None when nothing is masked)."""
-    keep = None if mask is None else fnp.asarray(mask, dtype=bool)
+    keep = [] if mask is None else [fnp.asarray(mask, dtype=bool)]
     qi, ki = fnp.arange(t)[:, None], fnp.arange(s)[None, :]
-    extra = []
     if is_causal:
-        extra.append(ki <= qi)
+        keep.append(ki <= qi)
     if local_window_size is not None:
         lo, hi = (local_window_size, local_window_size) if isinstance(local_window_size, int) else local_window_size
-        extra.append((ki >= qi - lo) & (ki <= qi + hi))
+        keep.append((ki >= qi - lo) & (ki <= qi + hi))
     if q_lens is not None:
-        extra.append(fnp.arange(t)[None, None, :, None] < fnp.reshape(fnp.asarray(q_lens), (b, 1, 1, 1)))
+        keep.append(fnp.arange(t)[None, None, :, None] < fnp.reshape(fnp.asarray(q_lens), (b, 1, 1, 1)))
     if kv_lens is not None:
-        extra.append(fnp.arange(s)[None, None, None, :] < fnp.reshape(fnp.asarray(kv_lens), (b, 1, 1, 1)))
-    for m in extra:
-        keep = m if keep is None else fnp.logical_and(keep, m)
-    return keep
+        keep.append(fnp.arange(s)[None, None, None, :] < fnp.reshape(fnp.asarray(kv_lens), (b, 1, 1, 1)))
+    return functools.reduce(fnp.logical_and, keep) if keep else None
 
 
 def dot_product_attention(query, key, value, bias=None, mask=None, *, scale: float | None = None,

@@ -25,10 +25,6 @@ def _c(x, value):
     return lax.full((), value, x.dtype)
 
 
-def _float(x) -> Array:
-    return to_float(x if isinstance(x, Array) else fnp.asarray(x))
-
-
 # ------------------------------------------------------------------------------------------------ activations
 def relu(x) -> Array:
     """``max(x, 0)``; its derivative at 0 is 0.
@@ -38,7 +34,7 @@ def relu(x) -> Array:
         >>> relu(fnp.asarray([-1.0, 2.0])).tolist()
         [0.0, 2.0]
     """
-    x = _float(x)
+    x = to_float(x)
     return lax.select(lax.le(x, _c(x, 0)), _c(x, 0), x)   # NaN fails the test and passes through
 
 
@@ -50,7 +46,7 @@ def relu6(x) -> Array:
         >>> relu6(fnp.asarray([-1.0, 3.0, 9.0])).tolist()
         [0.0, 3.0, 6.0]
     """
-    x = _float(x)
+    x = to_float(x)
     return lax.select(lax.le(x, _c(x, 0)), _c(x, 0), lax.select(lax.ge(x, _c(x, 6)), _c(x, 6), x))
 
 
@@ -62,7 +58,7 @@ def sigmoid(x) -> Array:
         >>> sigmoid(fnp.asarray([0.0])).tolist()
         [0.5]
     """
-    return lax.logistic(_float(x))
+    return lax.logistic(to_float(x))
 
 
 def silu(x) -> Array:
@@ -73,7 +69,7 @@ def silu(x) -> Array:
         >>> round(silu(fnp.asarray(1.0)).item(), 4)
         0.7311
     """
-    x = _float(x)
+    x = to_float(x)
     return lax.mul(x, lax.logistic(x))
 
 
@@ -88,7 +84,7 @@ def gelu(x, approximate: bool = True) -> Array:
         >>> round(gelu(fnp.asarray(1.0), approximate=False).item(), 4)
         0.8413
     """
-    x = _float(x)
+    x = to_float(x)
     half_x = lax.mul(_c(x, 0.5), x)
     if approximate:
         cube = lax.mul(_c(x, 0.044715), lax.integer_pow(x, 3))
@@ -106,7 +102,7 @@ def softplus(x) -> Array:
         >>> round(softplus(fnp.asarray(0.0)).item(), 4)
         0.6931
     """
-    return _softplus(_float(x))
+    return _softplus(to_float(x))
 
 
 @custom_jvp
@@ -126,8 +122,7 @@ def log_sigmoid(x) -> Array:
         >>> log_sigmoid(fnp.asarray([-100.0])).tolist()
         [-100.0]
     """
-    x = _float(x)
-    return lax.neg(softplus(lax.neg(x)))
+    return lax.neg(softplus(lax.neg(to_float(x))))
 
 
 def elu(x, alpha: float = 1.0) -> Array:
@@ -138,7 +133,7 @@ def elu(x, alpha: float = 1.0) -> Array:
         >>> elu(fnp.asarray([1.0, 0.0])).tolist()
         [1.0, 0.0]
     """
-    x = _float(x)
+    x = to_float(x)
     positive = lax.gt(x, _c(x, 0))
     # the exp branch sees only non-positive values, so neither it nor its gradient overflows
     safe = lax.select(positive, _c(x, 0), x)
@@ -153,7 +148,7 @@ def leaky_relu(x, negative_slope: float = 0.01) -> Array:
         >>> leaky_relu(fnp.asarray([-2.0, 3.0]), 0.5).tolist()
         [-1.0, 3.0]
     """
-    x = _float(x)
+    x = to_float(x)
     return lax.select(lax.ge(x, _c(x, 0)), x, lax.mul(_c(x, negative_slope), x))
 
 
@@ -165,7 +160,7 @@ def celu(x, alpha: float = 1.0) -> Array:
         >>> celu(fnp.asarray([1.0, 0.0])).tolist()
         [1.0, 0.0]
     """
-    x = _float(x)
+    x = to_float(x)
     if alpha == 0:
         raise ValueError("celu: alpha must be non-zero, got 0")
     positive = lax.gt(x, _c(x, 0))
@@ -184,7 +179,7 @@ def selu(x) -> Array:
         >>> round(selu(fnp.asarray(1.0)).item(), 4)
         1.0507
     """
-    x = _float(x)
+    x = to_float(x)
     return lax.mul(_c(x, _SELU_SCALE), elu(x, _SELU_ALPHA))
 
 
@@ -196,7 +191,7 @@ def glu(x, axis: int = -1) -> Array:
         >>> glu(fnp.asarray([2.0, 0.0])).tolist()
         [1.0]
     """
-    x = _float(x)
+    x = to_float(x)
     ax = canonical_axes(axis, x.ndim, "glu")[0]
     if x.shape[ax] % 2:
         raise ValueError(f"glu: axis {axis} of x (shape {tuple(x.shape)}) must have even length")
@@ -212,7 +207,7 @@ def mish(x) -> Array:
         >>> round(mish(fnp.asarray(1.0)).item(), 4)
         0.8651
     """
-    x = _float(x)
+    x = to_float(x)
     return lax.mul(x, lax.tanh(softplus(x)))
 
 
@@ -224,7 +219,7 @@ def hard_sigmoid(x) -> Array:
         >>> hard_sigmoid(fnp.asarray([-4.0, 0.0, 4.0])).tolist()
         [0.0, 0.5, 1.0]
     """
-    x = _float(x)
+    x = to_float(x)
     return lax.div(relu6(lax.add(x, _c(x, 3))), _c(x, 6))
 
 
@@ -236,7 +231,7 @@ def hard_silu(x) -> Array:
         >>> hard_silu(fnp.asarray([-4.0, 3.0])).tolist()
         [-0.0, 3.0]
     """
-    x = _float(x)
+    x = to_float(x)
     return lax.mul(x, hard_sigmoid(x))
 
 
@@ -251,7 +246,7 @@ def hard_tanh(x) -> Array:
         >>> hard_tanh(fnp.asarray([-2.0, 0.5, 2.0])).tolist()
         [-1.0, 0.5, 1.0]
     """
-    x = _float(x)
+    x = to_float(x)
     return lax.select(lax.gt(x, _c(x, 1)), _c(x, 1), lax.select(lax.lt(x, _c(x, -1)), _c(x, -1), x))
 
 
@@ -263,7 +258,7 @@ def soft_sign(x) -> Array:
         >>> soft_sign(fnp.asarray([1.0, -3.0])).tolist()
         [0.5, -0.75]
     """
-    x = _float(x)
+    x = to_float(x)
     return lax.div(x, lax.add(lax.abs(x), _c(x, 1)))
 
 
@@ -275,7 +270,7 @@ def squareplus(x, b: float = 4) -> Array:
         >>> squareplus(fnp.asarray(0.0)).item()
         1.0
     """
-    x = _float(x)
+    x = to_float(x)
     return lax.mul(_c(x, 0.5), lax.add(x, lax.sqrt(lax.add(lax.mul(x, x), _c(x, b)))))
 
 
@@ -287,7 +282,7 @@ def sparse_plus(x) -> Array:
         >>> sparse_plus(fnp.asarray([-2.0, 0.0, 2.0])).tolist()
         [0.0, 0.25, 2.0]
     """
-    x = _float(x)
+    x = to_float(x)
     mid = lax.mul(_c(x, 0.25), lax.integer_pow(lax.add(x, _c(x, 1)), 2))
     return lax.select(lax.le(x, _c(x, -1)), _c(x, 0), lax.select(lax.ge(x, _c(x, 1)), x, mid))
 
@@ -300,7 +295,7 @@ def sparse_sigmoid(x) -> Array:
         >>> sparse_sigmoid(fnp.asarray([-2.0, 0.0, 2.0])).tolist()
         [0.0, 0.5, 1.0]
     """
-    x = _float(x)
+    x = to_float(x)
     mid = lax.mul(_c(x, 0.5), lax.add(x, _c(x, 1)))
     return lax.select(lax.le(x, _c(x, -1)), _c(x, 0), lax.select(lax.ge(x, _c(x, 1)), _c(x, 1), mid))
 
@@ -313,7 +308,7 @@ def log1mexp(x) -> Array:
         >>> round(log1mexp(fnp.asarray(1.0)).item(), 4)
         -0.4587
     """
-    x = _float(x)
+    x = to_float(x)
     big = lax.gt(x, _c(x, math.log(2)))
     safe_small, safe_big = lax.select(big, _c(x, 1), x), lax.select(big, x, _c(x, 1))
     return lax.select(big, lax.log1p(lax.neg(lax.exp(lax.neg(safe_big)))),
@@ -328,7 +323,7 @@ def identity(x) -> Array:
         >>> identity(fnp.asarray([1.0])).tolist()
         [1.0]
     """
-    return _float(x)
+    return to_float(x)
 
 
 def tanh(x) -> Array:
@@ -339,7 +334,7 @@ def tanh(x) -> Array:
         >>> tanh(fnp.asarray(0.0)).item()
         0.0
     """
-    return lax.tanh(_float(x))
+    return lax.tanh(to_float(x))
 
 
 # ------------------------------------------------------------------------------------- softmax and logsumexp
@@ -352,7 +347,7 @@ def _shifted(x, axis, op: str):
     """``(x, axes, x - max(x), max(x))`` for ``x`` as a float array, the max over ``axis`` taken as a constant
     (softmax is shift invariant, so gradients are exact) and set to 0 where it is not finite (rows of -inf stay
     -inf instead of becoming NaN)."""
-    x = _float(x)
+    x = to_float(x)
     axes = canonical_axes(axis, x.ndim, op)
     m = lax.reduce_max(lax.stop_gradient(x), axes)
     m = _keep(x, lax.select(lax.is_finite(m), m, _c(m, 0)), axes)
@@ -380,7 +375,7 @@ def log_softmax(x, axis=-1) -> Array:
         >>> log_softmax(fnp.asarray([0.0, 0.0])).tolist()   # [log 0.5, log 0.5]
         [-0.6931471824645996, -0.6931471824645996]
     """
-    x = _float(x)
+    x = to_float(x)
     return _log_softmax(x, canonical_axes(axis, x.ndim, "log_softmax"))
 
 
@@ -421,7 +416,7 @@ def logmeanexp(x, axis=None, where=None, keepdims: bool = False) -> Array:
         >>> logmeanexp(fnp.asarray([0.0, 0.0])).item()
         0.0
     """
-    x = _float(x)
+    x = to_float(x)
     axes = canonical_axes(axis, x.ndim, "logmeanexp")
     count = (fnp.sum(fnp.broadcast_to(fnp.asarray(where), x.shape), axis=axes, keepdims=keepdims) if where is not None
              else math.prod(x.shape[i] for i in axes))
@@ -436,7 +431,7 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5) -> 
         >>> standardize(fnp.asarray([1.0, 3.0])).tolist()   # about [-1.0, 1.0]
         [-0.9999950528144836, 0.9999950528144836]
     """
-    x = _float(x)
+    x = to_float(x)
     centered = fnp.subtract(x, fnp.mean(x, axis=axis, keepdims=True) if mean is None else mean)
     if variance is None:
         variance = fnp.mean(fnp.square(centered), axis=axis, keepdims=True)
@@ -458,7 +453,7 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1) -> Array:
         raise ValueError(f"one_hot: num_classes must be a concrete int, got {num_classes!r}") from None
     if num_classes < 0:
         raise ValueError(f"one_hot: num_classes must be non-negative, got {num_classes}")
-    x = x if isinstance(x, Array) else fnp.asarray(x)
+    x = fnp.asarray(x)
     if x.dtype == dtypes.bool_:
         x = lax.convert_element_type(x, dtypes.DEFAULT_INT)
     nd = x.ndim + 1

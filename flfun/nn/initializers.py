@@ -158,12 +158,9 @@ def delta_orthogonal(scale: float = 1.0, column_axis: int = -1) -> Initializer:
         if len(shape) not in (3, 4, 5) or shape[-2] > shape[-1] or column_axis % len(shape) != len(shape) - 1:
             raise ValueError(f"delta_orthogonal: shape must be (*window, in, out) with 1-3 window axes and "
                              f"in <= out (columns last), got {shape}")
-        w = orthogonal(scale, -1)(key, shape[-2:], dtype)
         centre = tuple(d // 2 for d in shape[:-2])
-        onehot = fnp.ones((), dtype=dtype)
-        for d, c in zip(shape[:-2], centre):
-            onehot = fnp.expand_dims(onehot, -1) * (fnp.arange(d) == c).astype(dtype)
-        return fnp.expand_dims(fnp.expand_dims(onehot, -1), -1) * w
+        onehot = fnp.zeros((*shape[:-2], 1, 1), dtype=dtype).at[centre].set(1)
+        return onehot * orthogonal(scale, -1)(key, shape[-2:], dtype)
 
     return init
 

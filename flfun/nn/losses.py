@@ -24,8 +24,7 @@ def softmax_cross_entropy(logits, labels, *, reduction: str = "mean") -> Array:
         >>> softmax_cross_entropy(fnp.zeros((4, 10)), fnp.asarray([1, 2, 3, 4])).item()   # log(10)
         2.3025851249694824
     """
-    logits = fnp.asarray(logits) if not isinstance(logits, Array) else logits
-    labels = fnp.asarray(labels) if not isinstance(labels, Array) else labels
+    logits, labels = fnp.asarray(logits), fnp.asarray(labels)
     if labels.dtype.kind not in "iu":
         raise ValueError(f"softmax_cross_entropy: labels must be integer class ids, got {labels.dtype}")
     if tuple(logits.shape[:-1]) != tuple(labels.shape):

@@ -162,9 +162,8 @@ def adamw(learning_rate: ScalarOrSchedule = 1e-3, b1: float = 0.9, b2: float = 0
         updates = tree_map(lambda m, v: -step_size * m / (fnp.sqrt(v) / bc2_sqrt + eps), mu, nu)
         if weight_decay:
             _need_params(params, "adamw")
-            mask_tree = _decay_mask(mask, params)
-            updates = tree_map(lambda u, p, on: u - (lr * weight_decay) * p if on else u,
-                               updates, params, mask_tree)
+            updates = tree_map(lambda u, p, on: u - (lr * weight_decay) * p if on else u, updates, params,
+                               _decay_mask(mask, params))
         return tree_map(lambda u, g: _as(u, g.dtype), updates, grads), AdamState(count, mu, nu)
 
     return GradientTransformation(init, update)

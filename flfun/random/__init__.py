@@ -7,5 +7,4 @@ follows JAX's partitionable threefry scheme, so ``uniform`` and ``permutation`` 
 from flfun.random.keys import *  # noqa: F401,F403
 from flfun.random.basic import *  # noqa: F401,F403
 from flfun.random.continuous import *  # noqa: F401,F403
-from flfun.random.multivariate import *  # noqa: F401,F403
 from flfun.random.discrete import *  # noqa: F401,F403

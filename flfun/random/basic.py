@@ -24,7 +24,7 @@ def uniform(key: Array, shape: Sequence[int] = (), dtype=np.float32, minval=0.0,
 
         >>> u = flfun.random.uniform(flfun.random.key(0), (2, 3), minval=-1.0, maxval=1.0)
     """
-    key, shape, dt = sample_args(key, shape, dtype, "uniform")
+    key, shape, dt, _ = sample_args("uniform", key, shape, dtype)
     minval, maxval = fnp.asarray(minval, dtype=dt), fnp.asarray(maxval, dtype=dt)
     check_fits(shape, "uniform", minval=minval, maxval=maxval)
     nmant, ut = np.finfo(dt).nmant, np.dtype(f"uint{dt.itemsize * 8}")   # floats in [0, 1), all mantissa bits random
@@ -40,7 +40,7 @@ def normal(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
 
         >>> z = flfun.random.normal(flfun.random.key(0), (1000,))
     """
-    key, shape, dt = sample_args(key, shape, dtype, "normal")
+    key, shape, dt, _ = sample_args("normal", key, shape, dtype)
     return _erfinv(uniform(key, shape, dt, np.nextafter(dt.type(-1), dt.type(0)), 1.0)) * dt.type(math.sqrt(2))
 
 
@@ -51,12 +51,8 @@ def truncated_normal(key: Array, lower, upper, shape: Sequence[int] | None = Non
 
         >>> z = flfun.random.truncated_normal(flfun.random.key(0), -2.0, 2.0, (4, 4))
     """
-    dt = dtypes.canonicalize(dtype)
-    lower, upper = fnp.asarray(lower, dtype=dt), fnp.asarray(upper, dtype=dt)
-    if shape is None:
-        shape = np.broadcast_shapes(lower.shape, upper.shape)
-    key, shape, dt = sample_args(key, shape, dt, "truncated_normal")
-    check_fits(shape, "truncated_normal", lower=lower, upper=upper)
+    key, shape, dt, p = sample_args("truncated_normal", key, shape, dtype, lower=lower, upper=upper)
+    lower, upper = p["lower"], p["upper"]
     sqrt2 = dt.type(math.sqrt(2))
     out = _erfinv(uniform(key, shape, dt, lax.erf(lower / sqrt2), lax.erf(upper / sqrt2))) * sqrt2
     tiny = dt.type(np.finfo(dt).eps)
@@ -70,11 +66,9 @@ def bernoulli(key: Array, p=0.5, shape: Sequence[int] | None = None) -> Array:
 
         >>> mask = flfun.random.bernoulli(flfun.random.key(0), 0.9, (8,))
     """
-    key = check_key(key, "bernoulli")
-    p = to_float(fnp.asarray(p))
-    shape = canonical_shape(p.shape if shape is None else shape, "bernoulli")
-    check_fits(shape, "bernoulli", p=p)
-    return uniform(key, shape, p.dtype) < p
+    dt = to_float(p).dtype
+    key, shape, _, a = sample_args("bernoulli", key, shape, dt, p=p)
+    return uniform(key, shape, dt) < a["p"]
 
 
 def gumbel(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
@@ -84,7 +78,7 @@ def gumbel(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
 
         >>> g = flfun.random.gumbel(flfun.random.key(0), (5,))
     """
-    key, shape, dt = sample_args(key, shape, dtype, "gumbel")
+    key, shape, dt, _ = sample_args("gumbel", key, shape, dtype)
     return fnp.negative(fnp.log(fnp.negative(fnp.log(uniform(key, shape, dt, np.finfo(dt).tiny, 1.0)))))
 
 
@@ -116,7 +110,7 @@ def randint(key: Array, shape: Sequence[int], minval, maxval, dtype=np.int64) ->
 
         >>> flfun.random.randint(flfun.random.key(0), (3,), 0, 10)
     """
-    key, shape, dt = sample_args(key, shape, dtype, "randint", "iu")
+    key, shape, dt, _ = sample_args("randint", key, shape, dtype, "iu")
     ut = np.dtype(f"uint{max(dt.itemsize * 8, 32)}")
     try:
         minval, maxval = fnp.asarray(minval, dtype=dt), fnp.asarray(maxval, dtype=dt)

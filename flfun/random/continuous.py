@@ -1,6 +1,6 @@
 """Continuous distributions of ``flfun.random`` beyond uniform/normal, as in ``jax.random``: the gamma family
-(gamma, loggamma, beta, dirichlet, chisquare, t, f), closed-form inverse-CDF samplers, and vector samplers
-(multivariate_normal, orthogonal, ball).
+(gamma, loggamma, beta, dirichlet, chisquare, t, f), closed-form inverse-CDF samplers, and vector and norm-based
+samplers (multivariate_normal, orthogonal, ball, generalized_normal, maxwell).
 
 Gamma draws use Marsaglia-Tsang rejection with a fixed number of parallel proposals (so they jit and vmap),
 ``a < 1`` boosted as ``Gamma(a + 1) * U**(1/a)``, and are differentiable in ``a`` by implicit reparameterisation
@@ -17,25 +17,12 @@ import numpy as np
 from flfun import dtypes, lax
 from flfun import numpy as fnp
 from flfun.array import Array
-from flfun.random.basic import normal, uniform
-from flfun.random.keys import canonical_shape, check_fits, check_key, split
+from flfun.random.basic import bernoulli, normal, uniform
+from flfun.random.keys import canonical_shape, check_key, sample_args, split
 from flfun.scipy.special import gammainc, gammaln, logsumexp
 
 _PROPOSALS = 8   # Marsaglia-Tsang accepts > 95% for a >= 1: all 8 rejected with probability < 1e-10
-
-
-def params(fn: str, key, shape, dtype, **arrays):
-    """The checked key, the sample shape (default: the broadcast of ``arrays``' shapes), the float dtype and
-    ``arrays`` as float arrays of that dtype."""
-    key, dt = check_key(key, fn), dtypes.canonicalize(dtype)
-    if not dtypes.is_float(dt):
-        raise ValueError(f"{fn}: dtype must be a floating-point type, got {dt}")
-    arrays = {k: fnp.asarray(v, dtype=dt) for k, v in arrays.items()}
-    if shape is None:
-        shape = np.broadcast_shapes(*[a.shape for a in arrays.values()]) if arrays else ()
-    shape = canonical_shape(shape, fn)
-    check_fits(shape, fn, **arrays)
-    return key, shape, dt, arrays
+_METHODS = ("cholesky", "eigh", "svd")
 
 
 def open_uniform(key, shape, dt):
@@ -68,8 +55,12 @@ def _log_gamma_sample(key, a, shape, dt):
     return fnp.where(boost, logx + fnp.log(open_uniform(kb, shape, dt)) / fnp.where(boost, a, 1.0), logx)
 
 
-def _implicit(a, logx, log_scale: bool):
-    """``logx`` (or ``exp(logx)``) whose derivative in ``a`` is the implicit-reparameterisation one."""
+def _gamma(fn: str, key, a, shape, dtype, log_scale: bool):
+    """Gamma(a, 1) draws (their logs with ``log_scale``) whose derivative in ``a`` is the implicit-reparameterisation
+    one."""
+    key, shape, dt, p = sample_args(fn, key, shape, dtype, a=a)
+    a = fnp.broadcast_to(p["a"], shape)
+    logx = _log_gamma_sample(key, a, shape, dt)
     x0 = fnp.exp(logx)
     log_density = (a - 1.0) * logx - x0 - gammaln(a) + (logx if log_scale else 0.0)   # pdf(x) [* x]
     dens = lax.stop_gradient(fnp.exp(log_density))
@@ -85,9 +76,7 @@ def gamma(key: Array, a, shape: Sequence[int] | None = None, dtype=np.float32) -
 
         >>> x = flfun.random.gamma(flfun.random.key(0), 2.0, (1000,))
     """
-    key, shape, dt, p = params("gamma", key, shape, dtype, a=a)
-    a = fnp.broadcast_to(p["a"], shape)
-    return _implicit(a, _log_gamma_sample(key, a, shape, dt), log_scale=False)
+    return _gamma("gamma", key, a, shape, dtype, log_scale=False)
 
 
 def loggamma(key: Array, a, shape: Sequence[int] | None = None, dtype=np.float32) -> Array:
@@ -97,9 +86,7 @@ def loggamma(key: Array, a, shape: Sequence[int] | None = None, dtype=np.float32
 
         >>> lx = flfun.random.loggamma(flfun.random.key(0), 0.01, (10,))
     """
-    key, shape, dt, p = params("loggamma", key, shape, dtype, a=a)
-    a = fnp.broadcast_to(p["a"], shape)
-    return _implicit(a, _log_gamma_sample(key, a, shape, dt), log_scale=True)
+    return _gamma("loggamma", key, a, shape, dtype, log_scale=True)
 
 
 def beta(key: Array, a, b, shape: Sequence[int] | None = None, dtype=np.float32) -> Array:
@@ -109,7 +96,7 @@ def beta(key: Array, a, b, shape: Sequence[int] | None = None, dtype=np.float32)
 
         >>> x = flfun.random.beta(flfun.random.key(0), 2.0, 3.0, (100,))
     """
-    key, shape, dt, p = params("beta", key, shape, dtype, a=a, b=b)
+    key, shape, dt, p = sample_args("beta", key, shape, dtype, a=a, b=b)
     ka, kb = split(key)
     la, lb = loggamma(ka, p["a"], shape, dt), loggamma(kb, p["b"], shape, dt)
     return fnp.exp(la - fnp.logaddexp(la, lb))
@@ -126,7 +113,7 @@ def dirichlet(key: Array, alpha, shape: Sequence[int] | None = None, dtype=np.fl
     if alpha.ndim < 1:
         raise ValueError(f"dirichlet: alpha must have at least one dimension, got shape {tuple(alpha.shape)}")
     batch = tuple(alpha.shape[:-1]) if shape is None else canonical_shape(shape, "dirichlet")
-    key, full, dt, p = params("dirichlet", key, (*batch, alpha.shape[-1]), dtype, alpha=alpha)
+    key, full, dt, p = sample_args("dirichlet", key, (*batch, alpha.shape[-1]), dtype, alpha=alpha)
     lg = loggamma(key, p["alpha"], full, dt)
     return fnp.exp(lg - logsumexp(lg, axis=-1, keepdims=True))
 
@@ -138,7 +125,7 @@ def chisquare(key: Array, df, shape: Sequence[int] | None = None, dtype=np.float
 
         >>> x = flfun.random.chisquare(flfun.random.key(0), 3.0, (10,))
     """
-    key, shape, dt, p = params("chisquare", key, shape, dtype, df=df)
+    key, shape, dt, p = sample_args("chisquare", key, shape, dtype, df=df)
     return 2.0 * gamma(key, p["df"] / 2.0, shape, dt)
 
 
@@ -149,7 +136,7 @@ def t(key: Array, df, shape: Sequence[int] | None = None, dtype=np.float32) -> A
 
         >>> x = flfun.random.t(flfun.random.key(0), 5.0, (10,))
     """
-    key, shape, dt, p = params("t", key, shape, dtype, df=df)
+    key, shape, dt, p = sample_args("t", key, shape, dtype, df=df)
     kn, kg = split(key)
     half = p["df"] / 2.0
     return normal(kn, shape, dt) * fnp.sqrt(half / gamma(kg, half, shape, dt))
@@ -162,7 +149,7 @@ def f(key: Array, dfnum, dfden, shape: Sequence[int] | None = None, dtype=np.flo
 
         >>> x = flfun.random.f(flfun.random.key(0), 3.0, 7.0, (10,))
     """
-    key, shape, dt, p = params("f", key, shape, dtype, dfnum=dfnum, dfden=dfden)
+    key, shape, dt, p = sample_args("f", key, shape, dtype, dfnum=dfnum, dfden=dfden)
     k1, k2 = split(key)
     return ((chisquare(k1, p["dfnum"], shape, dt) / p["dfnum"])
             / (chisquare(k2, p["dfden"], shape, dt) / p["dfden"]))
@@ -176,7 +163,7 @@ def exponential(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Arra
 
         >>> x = flfun.random.exponential(flfun.random.key(0), (10,))
     """
-    key, shape, dt, _ = params("exponential", key, shape, dtype)
+    key, shape, dt, _ = sample_args("exponential", key, shape, dtype)
     return -fnp.log1p(-uniform(key, shape, dt))
 
 
@@ -187,7 +174,7 @@ def laplace(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
 
         >>> x = flfun.random.laplace(flfun.random.key(0), (10,))
     """
-    key, shape, dt, _ = params("laplace", key, shape, dtype)
+    key, shape, dt, _ = sample_args("laplace", key, shape, dtype)
     u = uniform(key, shape, dt, np.nextafter(dt.type(-1), dt.type(0)), 1.0)
     return -fnp.sign(u) * fnp.log1p(-fnp.abs(u))
 
@@ -199,7 +186,7 @@ def logistic(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
 
         >>> x = flfun.random.logistic(flfun.random.key(0), (10,))
     """
-    key, shape, dt, _ = params("logistic", key, shape, dtype)
+    key, shape, dt, _ = sample_args("logistic", key, shape, dtype)
     u = open_uniform(key, shape, dt)
     return fnp.log(u) - fnp.log1p(-u)
 
@@ -211,7 +198,7 @@ def cauchy(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
 
         >>> x = flfun.random.cauchy(flfun.random.key(0), (10,))
     """
-    key, shape, dt, _ = params("cauchy", key, shape, dtype)
+    key, shape, dt, _ = sample_args("cauchy", key, shape, dtype)
     u = uniform(key, shape, dt, np.finfo(dt).eps, 1.0)
     return fnp.tan(math.pi * (u - 0.5))
 
@@ -223,7 +210,7 @@ def lognormal(key: Array, sigma=1.0, shape: Sequence[int] | None = None, dtype=n
 
         >>> x = flfun.random.lognormal(flfun.random.key(0), 0.5, (10,))
     """
-    key, shape, dt, p = params("lognormal", key, shape, dtype, sigma=sigma)
+    key, shape, dt, p = sample_args("lognormal", key, shape, dtype, sigma=sigma)
     return fnp.exp(p["sigma"] * normal(key, shape, dt))
 
 
@@ -234,7 +221,7 @@ def pareto(key: Array, b, shape: Sequence[int] | None = None, dtype=np.float32) 
 
         >>> x = flfun.random.pareto(flfun.random.key(0), 3.0, (10,))
     """
-    key, shape, dt, p = params("pareto", key, shape, dtype, b=b)
+    key, shape, dt, p = sample_args("pareto", key, shape, dtype, b=b)
     return fnp.exp(exponential(key, shape, dt) / p["b"])
 
 
@@ -245,7 +232,7 @@ def weibull_min(key: Array, scale, concentration, shape: Sequence[int] = (), dty
 
         >>> x = flfun.random.weibull_min(flfun.random.key(0), 1.0, 2.0, (10,))
     """
-    key, shape, dt, p = params("weibull_min", key, shape, dtype, scale=scale, concentration=concentration)
+    key, shape, dt, p = sample_args("weibull_min", key, shape, dtype, scale=scale, concentration=concentration)
     return p["scale"] * exponential(key, shape, dt) ** (1.0 / p["concentration"])
 
 
@@ -256,7 +243,7 @@ def rayleigh(key: Array, scale, shape: Sequence[int] | None = None, dtype=np.flo
 
         >>> x = flfun.random.rayleigh(flfun.random.key(0), 1.0, (10,))
     """
-    key, shape, dt, p = params("rayleigh", key, shape, dtype, scale=scale)
+    key, shape, dt, p = sample_args("rayleigh", key, shape, dtype, scale=scale)
     return p["scale"] * fnp.sqrt(2.0 * exponential(key, shape, dt))
 
 
@@ -267,7 +254,7 @@ def triangular(key: Array, left, mode, right, shape: Sequence[int] | None = None
 
         >>> x = flfun.random.triangular(flfun.random.key(0), 0.0, 0.3, 1.0, (10,))
     """
-    key, shape, dt, p = params("triangular", key, shape, dtype, left=left, mode=mode, right=right)
+    key, shape, dt, p = sample_args("triangular", key, shape, dtype, left=left, mode=mode, right=right)
     lo, mo, hi = p["left"], p["mode"], p["right"]
     u = uniform(key, shape, dt)
     below = lo + fnp.sqrt(u * (hi - lo) * (mo - lo))
@@ -282,12 +269,118 @@ def wald(key: Array, mean, shape: Sequence[int] | None = None, dtype=np.float32)
 
         >>> x = flfun.random.wald(flfun.random.key(0), 1.0, (10,))
     """
-    key, shape, dt, p = params("wald", key, shape, dtype, mean=mean)
+    key, shape, dt, p = sample_args("wald", key, shape, dtype, mean=mean)
     kn, ku = split(key)
     mu, y = p["mean"], normal(kn, shape, dt) ** 2
     x = mu + mu * mu * y / 2.0 - mu / 2.0 * fnp.sqrt(4.0 * mu * y + mu * mu * y * y)
     return fnp.where(uniform(ku, shape, dt) <= mu / (mu + x), x, mu * mu / x)
 
 
-__all__ = ["beta", "cauchy", "chisquare", "dirichlet", "exponential", "f", "gamma", "laplace", "loggamma", "logistic",
-           "lognormal", "pareto", "rayleigh", "t", "triangular", "wald", "weibull_min"]
+# ---------------------------------------------------------------------------- vector and norm-based samplers
+def generalized_normal(key: Array, p, shape: Sequence[int] = (), dtype=np.float32) -> Array:
+    """Draws with density proportional to ``exp(-|x|**p)`` (``p=2``: normal with variance 1/2).
+
+    Example::
+
+        >>> x = flfun.random.generalized_normal(flfun.random.key(0), 1.5, (10,))
+    """
+    key, shape, dt, q = sample_args("generalized_normal", key, shape, dtype, p=p)
+    kg, ks = split(key)
+    g = gamma(kg, 1.0 / q["p"], shape, dt)
+    return fnp.where(bernoulli(ks, 0.5, shape), 1.0, -1.0).astype(dt) * g ** (1.0 / q["p"])
+
+
+def maxwell(key: Array, shape: Sequence[int] = (), dtype=np.float32) -> Array:
+    """Maxwell draws: the length of a standard normal 3-vector.
+
+    Example::
+
+        >>> x = flfun.random.maxwell(flfun.random.key(0), (10,))
+    """
+    key, shape, dt, _ = sample_args("maxwell", key, shape, dtype)
+    return fnp.sqrt(fnp.sum(normal(key, (*shape, 3), dt) ** 2, axis=-1))
+
+
+def double_sided_maxwell(key: Array, loc, scale, shape: Sequence[int] = (), dtype=np.float32) -> Array:
+    """``loc + scale * S * M`` for a Maxwell draw ``M`` and a random sign ``S``.
+
+    Example::
+
+        >>> x = flfun.random.double_sided_maxwell(flfun.random.key(0), 0.0, 1.0, (10,))
+    """
+    key, shape, dt, q = sample_args("double_sided_maxwell", key, shape, dtype, loc=loc, scale=scale)
+    km, ks = split(key)
+    sign = fnp.where(bernoulli(ks, 0.5, shape), 1.0, -1.0).astype(dt)
+    return q["loc"] + q["scale"] * sign * maxwell(km, shape, dt)
+
+
+def ball(key: Array, d: int, p: float = 2, shape: Sequence[int] = (), dtype=np.float32) -> Array:
+    """Uniform draws from the unit ``p``-norm ball in ``d`` dimensions: shape ``(*shape, d)``.
+
+    Example::
+
+        >>> x = flfun.random.ball(flfun.random.key(0), 3, shape=(10,))
+    """
+    if not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"ball: d must be a positive int, got {d!r}")
+    key, shape, dt, _ = sample_args("ball", key, shape, dtype)
+    kg, ke = split(key)
+    g = generalized_normal(kg, p, (*shape, d), dt)
+    e = exponential(ke, shape, dt)
+    return g / ((fnp.sum(fnp.abs(g) ** p, axis=-1) + e) ** (1.0 / p))[..., None]
+
+
+def orthogonal(key: Array, n: int, shape: Sequence[int] = (), dtype=np.float32, m: int | None = None) -> Array:
+    """Haar-random ``(n, m)`` matrices with orthonormal columns (``n >= m``) or rows: shape ``(*shape, n, m)``.
+
+    Example::
+
+        >>> q = flfun.random.orthogonal(flfun.random.key(0), 3)
+    """
+    m = n if m is None else m
+    for name, v in (("n", n), ("m", m)):
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"orthogonal: {name} must be a positive int, got {v!r}")
+    key, shape, dt, _ = sample_args("orthogonal", key, shape, dtype)
+    z = normal(key, (*shape, max(n, m), min(n, m)), dt)
+    q, r = fnp.linalg.qr(z)
+    q = q * fnp.sign(fnp.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
+    return fnp.swapaxes(q, -1, -2) if n < m else q
+
+
+def multivariate_normal(key: Array, mean, cov, shape: Sequence[int] | None = None, dtype=None,
+                        method: str = "cholesky") -> Array:
+    """Draws from N(mean, cov) with ``cov`` factored by ``method`` ('cholesky', 'eigh' or 'svd'); ``shape``
+    defaults to the broadcast batch shape of ``mean`` (..., n) and ``cov`` (..., n, n).
+
+    Example::
+
+        >>> x = flfun.random.multivariate_normal(flfun.random.key(0), fnp.zeros(2), fnp.eye(2), (5,))
+    """
+    if method not in _METHODS:
+        raise ValueError(f"multivariate_normal: method must be one of {_METHODS}, got {method!r}")
+    key = check_key(key, "multivariate_normal")
+    dt = dtypes.canonicalize(np.float32 if dtype is None else dtype)
+    mean, cov = fnp.asarray(mean, dtype=dt), fnp.asarray(cov, dtype=dt)
+    if mean.ndim < 1 or cov.ndim < 2 or cov.shape[-2:] != (mean.shape[-1],) * 2:
+        raise ValueError(f"multivariate_normal: mean (..., n) and cov (..., n, n) must agree, got "
+                         f"{tuple(mean.shape)} and {tuple(cov.shape)}")
+    batch = np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
+    shape = batch if shape is None else canonical_shape(shape, "multivariate_normal")
+    if np.broadcast_shapes(shape, batch) != tuple(shape):
+        raise ValueError(f"multivariate_normal: shape {shape} must end with the batch shape {batch}")
+    if method == "cholesky":
+        factor = fnp.linalg.cholesky(cov)
+    elif method == "eigh":
+        w, v = fnp.linalg.eigh(cov)
+        factor = v * fnp.sqrt(fnp.maximum(w, 0.0))[..., None, :]
+    else:
+        u, s, _ = fnp.linalg.svd(cov)
+        factor = u * fnp.sqrt(s)[..., None, :]
+    z = normal(key, (*shape, mean.shape[-1]), dt)
+    return mean + fnp.einsum("...ij,...j->...i", factor, z)
+
+
+__all__ = ["ball", "beta", "cauchy", "chisquare", "dirichlet", "double_sided_maxwell", "exponential", "f", "gamma",
+           "generalized_normal", "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multivariate_normal",
+           "orthogonal", "pareto", "rayleigh", "t", "triangular", "wald", "weibull_min"]

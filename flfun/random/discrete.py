@@ -14,23 +14,12 @@ import numpy as np
 from flfun import dtypes
 from flfun import numpy as fnp
 from flfun.array import Array
-from flfun.numpy.promotion import to_float
 from flfun.random.basic import bernoulli, uniform
 from flfun.random.continuous import first_accepted, open_uniform
-from flfun.random.keys import canonical_shape, check_fits, check_key, split
+from flfun.random.keys import canonical_shape, check_key, sample_args, split
 from flfun.scipy.special import gammaln
 
 _SMALL_MEAN, _TERMS, _PROPOSALS = 10.0, 48, 16
-
-
-def _int_args(fn, key, shape, dtype, **arrays):
-    key, dt = check_key(key, fn), dtypes.canonicalize(dtype)
-    arrays = {k: to_float(fnp.asarray(v)) for k, v in arrays.items()}
-    if shape is None:
-        shape = np.broadcast_shapes(*[a.shape for a in arrays.values()]) if arrays else ()
-    shape = canonical_shape(shape, fn)
-    check_fits(shape, fn, **arrays)
-    return key, shape, dt, {k: fnp.broadcast_to(v, shape) for k, v in arrays.items()}
 
 
 def _invert(u, log_p0, ratio):
@@ -51,8 +40,8 @@ def poisson(key: Array, lam, shape: Sequence[int] | None = None, dtype=dtypes.DE
 
         >>> k = flfun.random.poisson(flfun.random.key(0), 3.0, (10,))
     """
-    key, shape, dt, p = _int_args("poisson", key, shape, dtype, lam=lam)
-    lam = p["lam"]
+    key, shape, dt, p = sample_args("poisson", key, shape, dtype, "", lam=lam)
+    lam = fnp.broadcast_to(p["lam"], shape)
     small = lam < _SMALL_MEAN
     ls = fnp.where(small, lam, 1.0)
     k_inv, k_rej = split(key)
@@ -83,8 +72,8 @@ def binomial(key: Array, n, p, shape: Sequence[int] | None = None, dtype=np.floa
 
         >>> k = flfun.random.binomial(flfun.random.key(0), 10, 0.3, (10,))
     """
-    key, shape, dt, a = _int_args("binomial", key, shape, dtype, n=n, p=p)
-    n, p = fnp.broadcast_arrays(*[x.astype(dt) for x in (a["n"], a["p"])])
+    key, shape, dt, a = sample_args("binomial", key, shape, dtype, "", n=n, p=p)
+    n, p = fnp.broadcast_to(a["n"], shape), fnp.broadcast_to(a["p"], shape)
     flip = p > 0.5
     q = fnp.where(flip, 1.0 - p, p)                       # sample with q <= 1/2, flip back
     mean = n * q
@@ -148,7 +137,7 @@ def geometric(key: Array, p, shape: Sequence[int] | None = None, dtype=dtypes.DE
 
         >>> k = flfun.random.geometric(flfun.random.key(0), 0.3, (10,))
     """
-    key, shape, dt, a = _int_args("geometric", key, shape, dtype, p=p)
+    key, shape, dt, a = sample_args("geometric", key, shape, dtype, "", p=p)
     u = open_uniform(key, shape, a["p"].dtype)
     return (fnp.floor(fnp.log(u) / fnp.log1p(-a["p"])) + 1.0).astype(dt)
 
@@ -160,8 +149,7 @@ def rademacher(key: Array, shape: Sequence[int] = (), dtype=dtypes.DEFAULT_INT) 
 
         >>> s = flfun.random.rademacher(flfun.random.key(0), (4,))
     """
-    key, dt = check_key(key, "rademacher"), dtypes.canonicalize(dtype)
-    shape = canonical_shape(shape, "rademacher")
+    key, shape, dt, _ = sample_args("rademacher", key, shape, dtype, "")
     return fnp.where(bernoulli(key, 0.5, shape), 1, -1).astype(dt)
 
 

@@ -15,6 +15,7 @@ from flfun import dtypes, lax
 from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.core import short
+from flfun.numpy.promotion import to_float
 from flfun.util import prod
 
 _U32 = np.dtype(np.uint32)
@@ -82,12 +83,19 @@ def canonical_shape(shape, fn: str) -> tuple[int, ...]:
     return out
 
 
-def sample_args(key, shape, dtype, fn: str, kinds: str = "f"):
-    """The checked ``key``, canonical ``shape`` and a ``dtype`` whose kind is in ``kinds``."""
-    key, shape, dt = check_key(key, fn), canonical_shape(shape, fn), dtypes.canonicalize(dtype)
-    if dtypes.kind(dt) not in kinds:
+def sample_args(fn: str, key, shape, dtype, kinds: str = "f", **arrays):
+    """The checked ``key``, the sample ``shape`` (``None``: the broadcast of ``arrays``' shapes), the ``dtype`` (its
+    kind in ``kinds``, unless that is empty) and ``arrays`` as float arrays (of ``dtype`` if that is a float type),
+    each broadcastable to ``shape``."""
+    key, dt = check_key(key, fn), dtypes.canonicalize(dtype)
+    if kinds and dtypes.kind(dt) not in kinds:
         raise ValueError(f"{fn}: dtype must be {_KINDS[kinds]}, got {dt}")
-    return key, shape, dt
+    arrays = {k: fnp.asarray(v, dtype=dt) if dtypes.is_float(dt) else to_float(fnp.asarray(v)) for k, v in arrays.items()}
+    if shape is None and arrays:
+        shape = np.broadcast_shapes(*[a.shape for a in arrays.values()])
+    shape = canonical_shape(shape, fn)
+    check_fits(shape, fn, **arrays)
+    return key, shape, dt, arrays
 
 
 def check_fits(shape: tuple[int, ...], fn: str, **arrays) -> None:
@@ -166,7 +174,7 @@ def bits(key: Array, shape: Sequence[int] = (), dtype=np.uint32) -> Array:
         >>> flfun.random.bits(flfun.random.key(1), (3,)).dtype
         dtype('uint32')
     """
-    key, shape, dt = sample_args(key, shape, dtype, "bits", "u")
+    key, shape, dt, _ = sample_args("bits", key, shape, dtype, "u")
     y0, y1 = _hash_counters(key, shape)
     if dt.itemsize == 8:
         return lax.or_(lax.shift_left(lax.convert_element_type(y0, dt), dt.type(32)), lax.convert_element_type(y1, dt))

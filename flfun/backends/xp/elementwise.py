@@ -143,15 +143,12 @@ def _barrier(xp, *xs, remat=(0, 0)):
     return list(xs)
 
 
-# primitive name -> the ufunc's name in xp
-UFUNCS = {"neg": "negative", "abs": "absolute", "sign": "sign", "exp": "exp", "log": "log", "log1p": "log1p",
-          "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan",
-          "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "asinh": "arcsinh",
-          "acosh": "arccosh", "atanh": "arctanh", "floor": "floor",
-          "ceil": "ceil", "is_finite": "isfinite",
-          "signbit": "signbit", "not": "invert", "add": "add", "sub": "subtract",
-          "mul": "multiply", "pow": "power", "max": "maximum", "min": "minimum", "atan2": "arctan2",
-          "nextafter": "nextafter", "conj": "conjugate", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+# primitive name -> the ufunc's name in xp (the same name for the first ones)
+UFUNCS = {**{n: n for n in "sign exp log log1p sqrt sin cos tan sinh cosh floor ceil signbit add nextafter".split()},
+          "neg": "negative", "abs": "absolute", "asin": "arcsin", "acos": "arccos", "atan": "arctan",
+          "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh", "is_finite": "isfinite", "not": "invert",
+          "sub": "subtract", "mul": "multiply", "pow": "power", "max": "maximum", "min": "minimum",
+          "atan2": "arctan2", "conj": "conjugate", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
           "shift_right_arithmetic": "right_shift", "eq": "equal", "ne": "not_equal", "lt": "less",
           "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
 

@@ -9,7 +9,7 @@ from flfun import lax
 from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.nn import functional as F
-from flfun.nn.layers.dense import Linear, check_last_dim, split_key
+from flfun.nn.layers.dense import Linear, split_key
 from flfun.nn.module import Module, static_field
 
 __all__ = ["MultiHeadAttention", "causal_mask", "dot_product_attention"]
@@ -62,8 +62,7 @@ class MultiHeadAttention(Module):
 
     def __call__(self, x, *, causal: bool = False, mask=None) -> Array:
         d = self.out.weight.shape[0]
-        check_last_dim(x, d, "MultiHeadAttention")
-        if x.ndim < 2:
+        if x.ndim < 2 or x.shape[-1] != d:
             raise ValueError(f"MultiHeadAttention: expected input (..., T, {d}), got shape {tuple(x.shape)}")
         lead, t, h = tuple(x.shape[:-2]), x.shape[-2], self.num_heads
         qkv = self.qkv(x)

@@ -76,7 +76,7 @@ class Embedding(Module):
         self.weight = (weight_init or init.normal(1.0))(key, (num_embeddings, dim), dtype)
 
     def __call__(self, ids) -> Array:
-        ids = fnp.asarray(ids) if not isinstance(ids, Array) else ids
+        ids = fnp.asarray(ids)
         if ids.dtype.kind not in "iu":
             raise ValueError(f"Embedding: ids must be integers, got {ids.dtype}")
         return lax.gather(self.weight, lax.reshape(ids, (*ids.shape, 1)), axes=(0,), mode="clip")

@@ -41,19 +41,18 @@ class _Recurrent(Module):
         self.bias_hh = bias_init(k4, hidden_size, (g,), dtype) if use_bias else None
         self.hidden_size = int(hidden_size)
 
-    def _check(self, x, states: tuple) -> None:
+    def _states(self, x, **states) -> tuple:
+        """The initial ``states`` (zeros where None), checked against the input ``x``."""
         layer, want = type(self).__name__, self.weight_ih.shape[0]
         if x.ndim < 2 or x.shape[-1] != want:
             raise ValueError(f"{layer}: expected input of shape (..., T, {want}) (batch first), got shape "
                              f"{tuple(x.shape)}")
-        state_shape = (*x.shape[:-2], self.hidden_size)
-        for label, s in states:
-            if s is not None and tuple(s.shape) != state_shape:
-                raise ValueError(f"{layer}: {label} must have shape {state_shape} for input of shape "
+        shape = (*x.shape[:-2], self.hidden_size)
+        for label, s in states.items():
+            if s is not None and tuple(s.shape) != shape:
+                raise ValueError(f"{layer}: {label} must have shape {shape} for input of shape "
                                  f"{tuple(x.shape)}, got {tuple(s.shape)}")
-
-    def _zeros(self, x) -> Array:
-        return fnp.zeros((*x.shape[:-2], self.hidden_size), dtype=self.weight_hh.dtype)
+        return tuple(fnp.zeros(shape, dtype=self.weight_hh.dtype) if s is None else s for s in states.values())
 
     def _run(self, x, carry):
         """``scan`` the cell over the time axis (-2) of ``x``; the input projection is one matmul up front."""
@@ -86,10 +85,7 @@ class LSTM(_Recurrent):
 
     def __call__(self, x, state=None):
         h0, c0 = (None, None) if state is None else state
-        self._check(x, (("h0", h0), ("c0", c0)))
-        h0 = self._zeros(x) if h0 is None else h0
-        c0 = self._zeros(x) if c0 is None else c0
-        return self._run(x, (h0, c0))
+        return self._run(x, self._states(x, h0=h0, c0=c0))
 
     def _cell(self, carry, xw):
         h, c = carry
@@ -115,8 +111,7 @@ class GRU(_Recurrent):
     gates = 3
 
     def __call__(self, x, h0=None):
-        self._check(x, (("h0", h0),))
-        return self._run(x, self._zeros(x) if h0 is None else h0)
+        return self._run(x, self._states(x, h0=h0)[0])
 
     def _cell(self, h, xw):
         xr, xz, xn = fnp.split(xw, 3, axis=-1)
