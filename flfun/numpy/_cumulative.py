@@ -3,6 +3,7 @@ API's cumulative_sum, cumulative_prod (with ``include_initial``). dtypes accumul
 """
 from flfun.array import Array
 from flfun.core import short
+from flfun.numpy._asarray import no_out
 from flfun.numpy.promotion import asarray_like
 from flfun.numpy._reductions import accumulated
 from flfun.primitives import reduce as lax_reduce, shape as lax_shape
@@ -28,7 +29,7 @@ def _scan(op, fn, x, axis, dtype, include_initial=False, initial_value=0):
     return out
 
 
-def cumsum(x, /, *, axis=None, dtype=None) -> Array:
+def cumsum(x, /, axis=None, dtype=None, out=None) -> Array:
     """Running sum along ``axis``; ``axis=None`` flattens first (numpy); dtypes as in :func:`sum`.
 
     Example::
@@ -36,10 +37,11 @@ def cumsum(x, /, *, axis=None, dtype=None) -> Array:
         >>> fnp.cumsum(fnp.asarray([[1, 2], [3, 4]])).tolist()
         [1, 3, 6, 10]
     """
+    no_out("cumsum", out)
     return _scan("cumsum", lax_reduce.cumsum, x, axis, dtype)
 
 
-def cumprod(x, /, *, axis=None, dtype=None) -> Array:
+def cumprod(x, /, axis=None, dtype=None, out=None) -> Array:
     """Running product along ``axis``; ``axis=None`` flattens first (numpy); dtypes as in :func:`prod`.
 
     Example::
@@ -47,6 +49,7 @@ def cumprod(x, /, *, axis=None, dtype=None) -> Array:
         >>> fnp.cumprod(fnp.asarray([1., 2., 3.])).tolist()
         [1.0, 2.0, 6.0]
     """
+    no_out("cumprod", out)
     return _scan("cumprod", lax_reduce.cumprod, x, axis, dtype)
 
 

@@ -78,7 +78,7 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False, return_
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def isin(element, test_elements, invert: bool = False, *, assume_unique: bool = False):
+def isin(element, test_elements, assume_unique: bool = False, invert: bool = False):
     """True where an element of ``element`` is in ``test_elements`` (every pair is compared).
 
     Example::

@@ -6,7 +6,7 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Tracer, short
-from flfun.numpy._asarray import as_array, asarray, concrete, flat_axis
+from flfun.numpy._asarray import as_array, asarray, concrete, flat_axis, no_out
 from flfun.numpy._indexing import MODES, check_host_indices, getitem, index_array
 from flfun.primitives import elementwise as E, shape as S
 from flfun.primitives.rules import broadcast_to_shape
@@ -38,18 +38,21 @@ def _prepare_take(indices, n: int, mode, op: str):
     return wrapped, "promise_in_bounds"
 
 
-def take(x, indices, /, *, axis: int | None = None, mode: str | None = None, fill_value=None) -> Array:
+def take(x, indices, /, axis: int | None = None, out=None, mode: str | None = None, unique_indices: bool = False,
+         indices_are_sorted: bool = False, fill_value=None) -> Array:
     """Elements of ``x`` at ``indices`` along ``axis`` (the flattened ``x`` when ``axis`` is None).
 
     Negative indices count from the end. ``mode``: None / ``"raise"`` (out-of-range concrete indices raise
     ``IndexError``; traced ones are clamped), ``"wrap"``, ``"clip"`` (numpy's: negative indices clip to 0),
-    ``"fill"`` (with ``fill_value``) or ``"promise_in_bounds"``.
+    ``"fill"`` (with ``fill_value``) or ``"promise_in_bounds"``. ``unique_indices`` and ``indices_are_sorted`` are
+    jax.numpy's hints; they are accepted and change nothing.
 
     Example::
 
         >>> fnp.take(fnp.arange(10.0).reshape(2, 5), fnp.asarray([4, -1, 0]), axis=1).tolist()
         [[4.0, 4.0, 0.0], [9.0, 9.0, 5.0]]
     """
+    no_out("take", out)
     x, axis = flat_axis(x, axis, "take")
     indices, mode = _prepare_take(indices, x.shape[axis], mode, "take")
     return getitem(x, (slice(None),) * axis + (indices,), mode, fill_value)
@@ -98,7 +101,7 @@ def _along_axis(x, indices, axis, mode, op: str):
     return broadcast_to_shape(S.transpose(x, perm), batch + (n,)), index, perm, mode or "promise_in_bounds"
 
 
-def take_along_axis(x, indices, /, *, axis: int | None = -1, mode: str | None = None, fill_value=None) -> Array:
+def take_along_axis(x, indices, /, axis: int | None = -1, mode: str | None = None, fill_value=None) -> Array:
     """``out[..., i, ...] = x[..., indices[..., i, ...], ...]`` along ``axis``, other dims broadcast (numpy's).
 
     Example::
@@ -113,7 +116,7 @@ def take_along_axis(x, indices, /, *, axis: int | None = -1, mode: str | None = 
     return S.transpose(out, np.argsort(perm))
 
 
-def put_along_axis(x, indices, values, /, *, axis: int | None, mode: str | None = None) -> Array:
+def put_along_axis(x, indices, values, /, axis: int | None, *, mode: str | None = None) -> Array:
     """A copy of ``x`` with ``values`` (broadcast to the indices' shape) written at ``indices`` along ``axis``:
     numpy's ``put_along_axis``, except that ``x`` is not modified but returned updated.
 
@@ -168,7 +171,7 @@ def flatnonzero(x, /) -> Array:
     return asarray(np.flatnonzero(concrete(x, "flatnonzero")), dtypes.int64)
 
 
-def compress(condition, x, /, *, axis: int | None = None) -> Array:
+def compress(condition, x, /, axis: int | None = None) -> Array:
     """The slices of ``x`` along ``axis`` where the 1-d ``condition`` is true (eager in ``condition``).
 
     Example::
