@@ -5,8 +5,6 @@ The arithmetic and comparison dunders are bound straight to the namespace's func
 path that benchmark W1 measures); the named methods look their function up on every call, so they follow the
 namespace (``x.sum()`` is ``flfun.numpy.sum(x)``).
 """
-from __future__ import annotations
-
 import numpy as np
 
 from flfun.array import Array

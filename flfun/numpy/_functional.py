@@ -4,8 +4,6 @@ and ``apply_over_axes``, ``fromfunction`` and ``piecewise``. The loops numpy run
 import functools
 import re
 
-import numpy as np
-
 from flfun import dtypes
 from flfun.core import short
 from flfun.numpy._asarray import as_array

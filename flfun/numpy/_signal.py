@@ -16,7 +16,7 @@ from flfun.numpy._shaping import moveaxis, reshape
 from flfun.numpy._sorting import argsort, searchsorted
 from flfun.numpy._take import take
 from flfun.numpy.linalg import cross as _cross3
-from flfun.numpy.promotion import asarray_like, promote, to_float
+from flfun.numpy.promotion import promote, to_float
 from flfun.primitives.linalg import conv_general_dilated
 from flfun.util import canonical_axis
 

@@ -5,8 +5,6 @@ Inputs are resized to ``n`` along an axis (cropped, or padded with zeros), the a
 primitive and back. Real input to ``fft``/``ifft``/``fftn``/``ifftn``/``hfft`` is converted to complex; results
 keep their input's precision (float32 -> complex64).
 """
-from __future__ import annotations
-
 import math
 
 import numpy as np
@@ -60,10 +58,15 @@ def _axes_and_sizes(op: str, x, s, axes, one: bool):
     return axes, sizes
 
 
-def _scale(x, norm: str, n: int, inverse: bool, op: str):
-    """Apply ``norm`` to an unnormalised forward (or ``1/n``-scaled inverse) transform over ``n`` points."""
+def _checked(op: str, norm: str) -> str:
     if norm not in _NORMS:
         raise ValueError(f"{op}: norm must be one of {', '.join(_NORMS)}, got {norm!r}")
+    return norm
+
+
+def _scale(x, norm: str, n: int, inverse: bool, op: str):
+    """Apply ``norm`` to an unnormalised forward (or ``1/n``-scaled inverse) transform over ``n`` points."""
+    norm = _checked(op, norm)
     factor = {"backward": 1.0, "ortho": 1 / math.sqrt(n), "forward": 1 / n}[_SWAP[norm] if inverse else norm]
     factor = factor * n if inverse else factor         # (the primitive's inverses are scaled by 1/n already)
     if factor == 1.0:
@@ -140,16 +143,12 @@ def irfftn(x, /, *, s=None, axes=None, norm: str = "backward") -> Array:
 
 def hfft(x, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
     """The real spectrum of a signal with Hermitian symmetry given by its first half ``x`` (numpy's ``hfft``)."""
-    if norm not in _NORMS:
-        raise ValueError(f"hfft: norm must be one of {', '.join(_NORMS)}, got {norm!r}")
-    return irfft(lax.conj(_as(x, "c", "hfft")), n=n, axis=axis, norm=_SWAP[norm])
+    return irfft(lax.conj(_as(x, "c", "hfft")), n=n, axis=axis, norm=_SWAP[_checked("hfft", norm)])
 
 
 def ihfft(x, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
     """Inverse of ``hfft`` for real input: ``conj(rfft(x))`` with the inverse's norm."""
-    if norm not in _NORMS:
-        raise ValueError(f"ihfft: norm must be one of {', '.join(_NORMS)}, got {norm!r}")
-    return lax.conj(rfft(x, n=n, axis=axis, norm=_SWAP[norm]))
+    return lax.conj(rfft(x, n=n, axis=axis, norm=_SWAP[_checked("ihfft", norm)]))
 
 
 def _freq_dtype(dtype):
@@ -162,18 +161,13 @@ def _freq_dtype(dtype):
 def fftfreq(n: int, /, *, d: float = 1.0, dtype=None, device=None) -> Array:
     """The sample frequencies of an ``n``-point ``fft`` with spacing ``d``: ``fnp.fft.fftfreq(4) -> [0, .25, -.5,
     -.25]``."""
-    dt = _freq_dtype(dtype)
     k = np.concatenate([np.arange((n + 1) // 2), np.arange(-(n // 2), 0)]) / (n * d)
-    return _on(k.astype(dt), device)
+    return asarray(k.astype(_freq_dtype(dtype)), device=device)
 
 
 def rfftfreq(n: int, /, *, d: float = 1.0, dtype=None, device=None) -> Array:
     """The sample frequencies of an ``n``-point ``rfft``: ``fnp.fft.rfftfreq(4) -> [0, .25, .5]``."""
-    return _on((np.arange(n // 2 + 1) / (n * d)).astype(_freq_dtype(dtype)), device)
-
-
-def _on(values: np.ndarray, device):
-    return asarray(values, device=device)
+    return asarray((np.arange(n // 2 + 1) / (n * d)).astype(_freq_dtype(dtype)), device=device)
 
 
 def _shift(op: str, x, axes, sign: int):
