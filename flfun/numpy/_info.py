@@ -57,8 +57,7 @@ class Info:
             dtype('float32')
         """
         return {"real floating": dtypes.DEFAULT_FLOAT, "complex floating": dtypes.DEFAULT_COMPLEX,
-                "integral": dtypes.DEFAULT_INT,
-                "indexing": dtypes.DEFAULT_INT}
+                "integral": dtypes.DEFAULT_INT, "indexing": dtypes.DEFAULT_INT}
 
     def dtypes(self, *, device=None, kind=None) -> dict:
         """Supported dtypes by name, optionally only those of ``kind`` (a kind name, a dtype, or a tuple).
