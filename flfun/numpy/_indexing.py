@@ -150,6 +150,17 @@ def index_array(comps, shape):
     return S.concatenate(parts, len(shape))
 
 
+def broadcast_values(values, target, dtype, name: str):
+    """``values`` in ``dtype``, broadcast to ``target``, the shape an indexed update writes (leading 1s dropped)."""
+    v = as_array(values)
+    v = v if v.dtype == dtype else E.convert_element_type(v, dtype)
+    lead = max(v.ndim - len(target), 0)
+    if any(d != 1 for d in v.shape[:lead]) or any(a not in (1, b) for a, b in zip(v.shape[::-1], target[::-1])):
+        raise ValueError(f"at[].{name}: values of shape {tuple(v.shape)} cannot be broadcast to the indexed "
+                         f"shape {target}")
+    return broadcast_to_shape(S.reshape(v, tuple(v.shape)[lead:]), target)
+
+
 # ------------------------------------------------------------------------------------------------------ getitem
 def getitem(x, idx, mode: str | None = None, fill_value=None) -> Array:
     """``x[idx]`` with numpy semantics (``Array.__getitem__`` calls this).

@@ -7,11 +7,10 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Tracer, short
 from flfun.numpy._asarray import as_array, asarray, concrete, flat_axis, no_out
-from flfun.numpy._indexing import MODES, check_host_indices, getitem, index_array
+from flfun.numpy._indexing import MODES, broadcast_values, check_host_indices, getitem, index_array
 from flfun.primitives import elementwise as E, shape as S
 from flfun.primitives.rules import broadcast_to_shape
 from flfun.primitives.indexing import gather, scatter
-from flfun.util import canonical_axis
 
 __all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere", "flatnonzero", "compress"]
 
@@ -62,15 +61,12 @@ def _along_axis(x, indices, axis, mode, op: str):
     """``x`` with ``axis`` moved last and the other dims broadcast against the indices', the indices as an index
     array ``(*batch, m, 1)`` for ``gather``/``scatter`` with ``batch_dims=len(batch)``, the permutation, and the
     mode. ``put_along_axis`` does not broadcast ``x`` and takes mode ``"drop"``."""
-    x = as_array(x)
     put = op == "put_along_axis"
     host = not isinstance(indices, Tracer)
     ind = np.asarray(indices) if host else indices
-    if axis is None:
-        if ind.ndim != 1:
-            raise ValueError(f"{op}: with axis=None, indices must be 1-d, got shape {tuple(ind.shape)}")
-        x, axis = S.reshape(x, (x.size,)), 0
-    axis = canonical_axis(axis, x.ndim, op)
+    if axis is None and ind.ndim != 1:
+        raise ValueError(f"{op}: with axis=None, indices must be 1-d, got shape {tuple(ind.shape)}")
+    x, axis = flat_axis(x, axis, op)
     if ind.ndim != x.ndim:
         raise ValueError(f"{op}: indices must have the same rank as x, got {short(x)} and indices of shape "
                          f"{tuple(ind.shape)}")
@@ -129,13 +125,7 @@ def put_along_axis(x, indices, values, /, axis: int | None, *, mode: str | None 
     xt, index, perm, mode = _along_axis(x, indices, axis, mode, "put_along_axis")
     inv, nb = tuple(np.argsort(perm)), xt.ndim - 1
     target = tuple(index.shape[:-1][i] for i in inv)      # the indexed shape, in x's dim order
-    v = as_array(values)
-    lead = max(len(v.shape) - len(target), 0)       # leading dims that must be 1s
-    if any(d != 1 for d in v.shape[:lead]) or any(a not in (1, b) for a, b in zip(v.shape[::-1], target[::-1])):
-        raise ValueError(f"at[].put_along_axis: values of shape {tuple(v.shape)} cannot be broadcast to the "
-                         f"indexed shape {target}")
-    v = v if v.dtype == xt.dtype else E.convert_element_type(v, xt.dtype)
-    v = S.transpose(broadcast_to_shape(S.reshape(v, tuple(v.shape)[lead:]), target), perm)
+    v = S.transpose(broadcast_values(values, target, xt.dtype, "put_along_axis"), perm)
     out = scatter(xt, index, v, axes=(nb,), batch_dims=nb, mode=mode)
     return S.reshape(S.transpose(out, inv), shape)
 

@@ -8,9 +8,8 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.core import short
 from flfun.numpy._asarray import as_array
-from flfun.numpy._indexing import MODES, getitem, index_array, index_layout, parse_index
+from flfun.numpy._indexing import MODES, broadcast_values, getitem, index_array, index_layout, parse_index
 from flfun.primitives import elementwise as E, shape as S
-from flfun.primitives.rules import broadcast_to_shape
 from flfun.primitives.indexing import scatter
 
 __all__ = ["IndexUpdateHelper"]
@@ -29,16 +28,7 @@ def _update(x, idx, values, op: str, mode, name: str) -> Array:
     sizes = tuple(1 if e[0] == "new" else e[4] for e in plain)
     target = sizes[:block] + adv_shape + sizes[block:]
     labels = plain[:block] + [("A", k) for k in range(len(adv_shape))] + plain[block:]
-    v = as_array(values)
-    if v.dtype != x.dtype:
-        v = E.convert_element_type(v, x.dtype)
-    vshape = tuple(v.shape)
-    while len(vshape) > len(target) and vshape[0] == 1:
-        vshape = vshape[1:]
-    if len(vshape) > len(target) or any(a not in (1, b) for a, b in zip(vshape[::-1], target[::-1])):
-        raise ValueError(f"at[].{name}: values of shape {tuple(v.shape)} cannot be broadcast to the indexed "
-                         f"shape {target}")
-    v = broadcast_to_shape(S.reshape(v, vshape), target)
+    v = broadcast_values(values, target, x.dtype, name)
     # scatter takes the values as (partial slices, advanced dims, whole dims); partial slices become index ranges
     partial = [e for e in plain if e[0] == "slice" and e[2:] != (0, 1, x.shape[e[1]])]
     whole = [e for e in plain if e[0] == "slice" and e not in partial]
