@@ -9,12 +9,12 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Tracer, short
 from flfun.numpy._asarray import as_array, concrete, no_out
-from flfun.numpy._creation import linspace, zeros
+from flfun.numpy._creation import linspace, ones, zeros
 from flfun.numpy._cumulative import cumprod, cumsum
 from flfun.numpy._elementwise import ceil, floor, isnan, logical_not, round, sqrt, where
 from flfun.numpy._joining import concatenate, diff, stack
 from flfun.numpy._linalg import diagonal, matmul
-from flfun.numpy._reductions import any, argmax, argmin, all as all_, max, mean, min, nanmean, sum
+from flfun.numpy._reductions import any, argmax, argmin, all as all_, max, min, nanmean, sum
 from flfun.numpy._shaping import expand_dims, moveaxis, reshape
 from flfun.numpy._sorting import searchsorted, sort
 from flfun.numpy._take import take_along_axis
@@ -161,30 +161,21 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
     x = to_float(m if dtype is None else as_array(m).astype(dtype))
     if x.ndim > 2:
         raise ValueError(f"cov: m must be at most 2-d, got {short(x)}")
-    x = reshape(x, (1, -1)) if x.ndim < 2 else (x if rowvar else x.T)
-    if y is not None:
-        yy = to_float(y)
-        yy = reshape(yy, (1, -1)) if yy.ndim < 2 else (yy if rowvar else yy.T)
-        x = concatenate(promote("cov", x, yy), axis=0)
-    w = None
+    def rows(v):
+        return reshape(v, (1, -1)) if v.ndim < 2 else (v if rowvar else v.T)
+    x = rows(x) if y is None else concatenate(promote("cov", rows(x), rows(to_float(y))), axis=0)
+    w = ones(x.shape[1], x.dtype)
     for weights, name in ((fweights, "fweights"), (aweights, "aweights")):
         if weights is not None:
             weights = as_array(weights)
             if weights.shape != (x.shape[1],):
                 raise ValueError(f"cov: {name} must have shape ({x.shape[1]},), got {short(weights)}")
-            w = weights.astype(x.dtype) if w is None else w * weights
+            w = w * weights
     ddof = (0 if bias else 1) if ddof is None else ddof
-    if w is None:
-        w_sum, avg = float(x.shape[1]), mean(x, axis=1, keepdims=True)
-        fact = w_sum - ddof
-        xc = x - avg
-        c = matmul(xc, xc.T) / fact
-    else:
-        w_sum = sum(w)
-        avg = sum(x * w, axis=1, keepdims=True) / w_sum
-        fact = w_sum - ddof if aweights is None else w_sum - ddof * sum(w * as_array(aweights)) / w_sum
-        xc = x - avg
-        c = matmul(xc * w, xc.T) / fact
+    w_sum = sum(w)
+    fact = w_sum - ddof if aweights is None else w_sum - ddof * sum(w * as_array(aweights)) / w_sum
+    xc = x - sum(x * w, axis=1, keepdims=True) / w_sum
+    c = matmul(xc * w, xc.T) / fact
     return reshape(c, ()) if c.shape == (1, 1) else c
 
 
