@@ -24,9 +24,7 @@ def _update(x, idx, values, op: str, mode, name: str) -> Array:
         raise ValueError(f"at[].{name}: mode must be one of {MODES + ('drop',)}, got {mode!r}")
     x = as_array(x)
     entries = parse_index(x.shape, idx, mode)
-    adv, adv_shape, plain, block = index_layout(entries)
-    sizes = tuple(1 if e[0] == "new" else e[4] for e in plain)
-    target = sizes[:block] + adv_shape + sizes[block:]
+    adv, adv_shape, plain, block, target = index_layout(entries)
     labels = plain[:block] + [("A", k) for k in range(len(adv_shape))] + plain[block:]
     v = broadcast_values(values, target, x.dtype, name)
     # scatter takes the values as (partial slices, advanced dims, whole dims); partial slices become index ranges
