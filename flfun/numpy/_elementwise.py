@@ -443,8 +443,7 @@ def nan_to_num(x, /, copy: bool = True, nan=0.0, posinf=None, neginf=None):
 
 
 __all__ = ["abs", "absolute", "acos", "acosh", "add", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
-           "arctan2",
-           "arctanh", "around", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
+           "arctan2", "arctanh", "around", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
            "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clip",
            "conj", "conjugate", "copysign", "cos", "cosh", "divide", "divmod", "equal", "exp", "exp2", "expm1",
            "float_power", "floor", "floor_divide", "fmod", "greater", "greater_equal", "hypot", "imag", "invert",
