@@ -316,7 +316,7 @@ def average(a, /, axis=None, weights=None, returned: bool = False, keepdims: boo
 
 
 # ------------------------------------------------------------------------------------------ nan-ignoring forms
-def _fill_nan(x, value):
+def fill_nan(x, value):
     """``x`` (as an array) with NaN replaced by ``value`` (non-float arrays as they are)."""
     x = asarray_like(x)
     return lax.select(isnan(x), lax_shape.full(x.shape, value, x.dtype), x) if dtypes.is_float(x.dtype) else x
@@ -330,12 +330,12 @@ def nansum(x, /, axis=None, dtype=None, out=None, keepdims: bool = False) -> Arr
         >>> fnp.nansum(fnp.asarray([1., fnp.nan, 2.])).tolist()
         3.0
     """
-    return sum(_fill_nan(x, 0), axis, dtype, out, keepdims)
+    return sum(fill_nan(x, 0), axis, dtype, out, keepdims)
 
 
 def nanprod(x, /, axis=None, dtype=None, out=None, keepdims: bool = False) -> Array:
     """:func:`prod` treating NaN as one: ``fnp.nanprod(fnp.asarray([2., fnp.nan, 3.])) == 6``."""
-    return prod(_fill_nan(x, 1), axis, dtype, out, keepdims)
+    return prod(fill_nan(x, 1), axis, dtype, out, keepdims)
 
 
 def nanmean(x, /, axis=None, dtype=None, out=None, keepdims: bool = False) -> Array:
@@ -355,7 +355,7 @@ def _nan_extremum(op, reduce_fn, combine, fill, x, axis, out, keepdims):
     x = asarray_like(x)
     if not dtypes.is_float(x.dtype):
         return _reduce(op, reduce_fn, x, axis, keepdims, out, combine)
-    res = _reduce(op, reduce_fn, _fill_nan(x, fill), axis, keepdims, out, combine)
+    res = _reduce(op, reduce_fn, fill_nan(x, fill), axis, keepdims, out, combine)
     return lax.select(all(isnan(x), axis, keepdims=keepdims), lax_shape.full(res.shape, float("nan"), res.dtype), res)
 
 

@@ -14,7 +14,7 @@ from flfun.numpy._cumulative import cumprod, cumsum
 from flfun.numpy._elementwise import ceil, floor, isnan, logical_not, round, sqrt, where
 from flfun.numpy._joining import concatenate, diff, stack
 from flfun.numpy._linalg import diagonal, matmul
-from flfun.numpy._reductions import any, argmax, argmin, all as all_, max, min, nanmean, sum
+from flfun.numpy._reductions import any, argmax, argmin, all as all_, fill_nan, max, min, nanmean, sum
 from flfun.numpy._shaping import expand_dims, moveaxis, reshape
 from flfun.numpy._sorting import searchsorted, sort
 from flfun.numpy._take import take_along_axis
@@ -120,10 +120,8 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = F
 def _nanarg(fn, fill, a, axis, out, keepdims):
     no_out("nan" + fn.__name__, out)
     a = asarray_like(a)
-    if not dtypes.is_float(a.dtype):
-        return fn(a, axis=axis, keepdims=keepdims)
-    nan = isnan(a)
-    return where(all_(nan, axis=axis, keepdims=keepdims), -1, fn(where(nan, fill, a), axis=axis, keepdims=keepdims))
+    res = fn(fill_nan(a, fill), axis, keepdims=keepdims)
+    return where(all_(isnan(a), axis, keepdims=keepdims), -1, res) if dtypes.is_float(a.dtype) else res
 
 
 def nanargmax(a, axis=None, out=None, keepdims: bool = False):
@@ -138,14 +136,12 @@ def nanargmin(a, axis=None, out=None, keepdims: bool = False):
 
 def nancumsum(a, axis=None, dtype=None, out=None):
     """:func:`cumsum` treating NaN as zero: ``fnp.nancumsum(fnp.asarray([1.0, fnp.nan, 2.0])) -> [1, 1, 3]``."""
-    a = asarray_like(a)
-    return cumsum(where(isnan(a), 0, a) if dtypes.is_float(a.dtype) else a, axis, dtype, out)
+    return cumsum(fill_nan(a, 0), axis, dtype, out)
 
 
 def nancumprod(a, axis=None, dtype=None, out=None):
     """:func:`cumprod` treating NaN as one."""
-    a = asarray_like(a)
-    return cumprod(where(isnan(a), 1, a) if dtypes.is_float(a.dtype) else a, axis, dtype, out)
+    return cumprod(fill_nan(a, 1), axis, dtype, out)
 
 
 def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=None, aweights=None, dtype=None):
