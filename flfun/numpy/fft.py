@@ -43,8 +43,9 @@ def _resize(x, axis: int, n: int):
     return x if n == x.shape[axis] else slicing.pad(x, lax.full((), 0, x.dtype), cfg)
 
 
-def _axes_and_sizes(op: str, x, s, axes, one: bool):
-    """Canonical distinct ``axes`` and their output ``sizes`` (``s`` or the input's), as the standard reads them."""
+def _axes_and_sizes(op: str, x, s, axes, one: bool, halved: bool):
+    """Canonical distinct ``axes`` and their output ``sizes`` (``s`` or the input's, or for the ``halved`` input of
+    an inverse real transform ``2 * (m - 1)`` along the last axis), as the standard reads them."""
     if one:
         axes, s = (axes,), (None if s is None else (s,))
     elif axes is None:
@@ -52,6 +53,8 @@ def _axes_and_sizes(op: str, x, s, axes, one: bool):
     axes = tuple(canonical_axis(a, x.ndim, op) for a in axes)
     if len(set(axes)) != len(axes) or not axes:
         raise ValueError(f"{op}: axes must be distinct and not empty, got {axes}")
+    if s is None and halved:
+        s = (None,) * (len(axes) - 1) + (2 * (x.shape[axes[-1]] - 1),)
     if s is not None and (len(s) != len(axes) or any(n is not None and int(n) < 1 for n in s)):
         raise ValueError(f"{op}: s (or n) must give one positive size per axis, got {s} for axes {axes}")
     sizes = tuple(x.shape[a] if s is None or s[i] in (None, -1) else int(s[i]) for i, a in enumerate(axes))
@@ -78,7 +81,7 @@ def _scale(x, norm: str, n: int, inverse: bool, op: str):
 
 def _transform(op: str, x, s, axes, norm, fft_type: str, one: bool):
     x = _as(x, "f" if fft_type == "rfft" else "c", op)
-    axes, sizes = _axes_and_sizes(op, x, s, axes, one)
+    axes, sizes = _axes_and_sizes(op, x, s, axes, one, fft_type == "irfft")
     for a, n in zip(axes, sizes):
         n_in = n // 2 + 1 if fft_type == "irfft" and a == axes[-1] else n
         x = _resize(x, a, n_in)
@@ -121,8 +124,6 @@ def rfft(x, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") 
 
 def irfft(x, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
     """Inverse of ``rfft``: ``n`` real points (default ``2 * (m - 1)`` for ``m`` input frequencies)."""
-    x = asarray_like(x)
-    n = 2 * (x.shape[canonical_axis(axis, x.ndim, "irfft")] - 1) if n is None else n
     return _transform("irfft", x, n, axis, norm, "irfft", True)
 
 
@@ -133,12 +134,7 @@ def rfftn(x, /, *, s=None, axes=None, norm: str = "backward") -> Array:
 
 def irfftn(x, /, *, s=None, axes=None, norm: str = "backward") -> Array:
     """Inverse of ``rfftn``; the last axis gives ``2 * (m - 1)`` points unless ``s`` says otherwise."""
-    x = asarray_like(x)
-    if s is None:
-        axes_ = tuple(range(x.ndim)) if axes is None else axes
-        s = [x.shape[a] for a in axes_]
-        s[-1] = 2 * (s[-1] - 1)
-    return _transform("irfftn", x, tuple(s), axes, norm, "irfft", False)
+    return _transform("irfftn", x, s, axes, norm, "irfft", False)
 
 
 def hfft(x, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
