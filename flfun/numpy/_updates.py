@@ -35,22 +35,19 @@ def _update(x, idx, values, op: str, mode, name: str) -> Array:
     v = S.transpose(v, tuple(kept.index(lab) for lab in partial + labels[block:block + len(adv_shape)] + whole))
     if not partial and not any(e[0] in ("adv", "int") for e in entries):      # the whole array
         return v if op == "set" else {"add": E.add, "mul": E.mul, "min": E.min, "max": E.max}[op](x, v)
-    comps, axes = [], []
+    comps = []      # (index component, the axis it indexes)
     for e in entries:
         if e[0] == "int":
-            comps.append((np.asarray(e[2]), x.shape[e[1]]))
-            axes.append(e[1])
+            comps.append((np.asarray(e[2]), e[1]))
         elif e[0] == "adv" and e[1]:
-            comps.append((e[2], x.shape[e[1][0]]))
-            axes.append(e[1][0])
+            comps.append((e[2], e[1][0]))
         elif e in partial:     # its range, placed at its position among the partial dims
             r = e[2] + e[3] * np.arange(e[4])
-            comps.append((r.reshape((-1,) + (1,) * (len(partial) - 1 - partial.index(e) + len(adv_shape))),
-                          x.shape[e[1]]))
-            axes.append(e[1])
+            comps.append((r.reshape((-1,) + (1,) * (len(partial) - 1 - partial.index(e) + len(adv_shape))), e[1]))
     host = all(isinstance(c, np.ndarray) for c, _ in comps)
-    indices = index_array(comps, tuple(e[4] for e in partial) + adv_shape)
-    return scatter(x, indices, v, axes=tuple(axes), mode=mode or ("promise_in_bounds" if host else "fill"), op=op)
+    indices = index_array([(c, x.shape[d]) for c, d in comps], tuple(e[4] for e in partial) + adv_shape)
+    mode = mode or ("promise_in_bounds" if host else "fill")
+    return scatter(x, indices, v, axes=tuple(d for _, d in comps), mode=mode, op=op)
 
 
 class IndexUpdateHelper:
