@@ -6,10 +6,10 @@ from flfun import dtypes
 from flfun.lax_control import while_loop
 from flfun.primitives.base import full
 from flfun.primitives.reduce import reduce_or
-from flfun.numpy._elementwise import (abs, add, bitwise_and, divide, equal, floor, floor_divide, isfinite, isinf,
-                                      isnan, log, logaddexp, logical_and, logical_or, maximum, minimum, multiply,
-                                      nextafter, power, remainder, right_shift, round, sign, sin, subtract, trunc,
-                                      where)
+from flfun.numpy._elementwise import (abs, add, bitwise_and, divide, equal, exp, floor, floor_divide, isfinite,
+                                      isinf, isnan, log, logaddexp, logical_and, logical_or, maximum, minimum,
+                                      multiply, nextafter, power, remainder, right_shift, round, sign, sin, subtract,
+                                      trunc, where)
 from flfun.numpy._asarray import no_out
 from flfun.numpy._reductions import all as _all
 from flfun.numpy.promotion import asarray_like, promote, to_float
@@ -126,9 +126,22 @@ def heaviside(x1, x2, /):
 
 
 def i0(x, /):
-    """Modified Bessel function of the first kind, order 0 (``flfun.scipy.special.i0``): ``fnp.i0(0.0) == 1.0``."""
-    from flfun.scipy.special import i0 as scipy_i0     # flfun.scipy builds on this namespace
-    return scipy_i0(x)
+    """Modified Bessel function of the first kind, order 0 (its power series up to |x| = 30, the asymptotic
+    expansion beyond): ``fnp.i0(0.0) == 1.0``."""
+    x = to_float(x)
+    ax = abs(x)
+    small = where(ax <= 30, ax, 0.0)
+    q = multiply(small, small) / 4
+    term = total = 1.0
+    for k in range(1, 75):
+        term = term * q / (k * k)
+        total = total + term
+    big = where(ax <= 30, 31.0, ax)
+    term = series = 1.0
+    for k in range(1, 12):
+        term = term * (2 * k - 1) ** 2 / (8 * k * big)
+        series = series + term
+    return where(ax <= 30, total, exp(big) / (2 * np.pi * big) ** 0.5 * series)
 
 
 def isposinf(x, /, out=None):

@@ -7,9 +7,8 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Tracer, short
 from flfun.numpy._asarray import as_array, asarray, concrete, flat_axis, no_out
-from flfun.numpy._elementwise import clip, remainder
 from flfun.numpy._indexing import MODES, broadcast_values, check_host_indices, getitem, index_array
-from flfun.primitives import shape as S
+from flfun.primitives import elementwise as E, shape as S
 from flfun.primitives.rules import broadcast_to_shape
 from flfun.primitives.indexing import gather, scatter
 
@@ -30,8 +29,9 @@ def _prepare_take(indices, n: int, mode, op: str):
         raise IndexError(f"{op}: indices must be integers, got dtype {a.dtype}")
     if n == 0 and a.size:
         raise IndexError(f"{op}: cannot take from an empty axis with mode={mode!r}")
-    a = a.astype(np.int64)      # n may not fit a's dtype
-    return (remainder(a, n) if mode == "wrap" else clip(a, 0, n - 1)), "promise_in_bounds"
+    a = as_array(a.astype(np.int64))      # host or traced; n may not fit a's dtype
+    lo, nn, hi = (S.full((), v, dtypes.int64) for v in (0, n, n - 1))
+    return (E.rem(E.add(E.rem(a, nn), nn), nn) if mode == "wrap" else E.clamp(lo, a, hi)), "promise_in_bounds"
 
 
 def take(x, indices, /, axis: int | None = None, out=None, mode: str | None = None, unique_indices: bool = False,
