@@ -239,8 +239,7 @@ def _edges(op: str, a, bins, range):
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """The edges :func:`histogram` uses: ``bins + 1`` evenly spaced over ``range`` (default: the data's)."""
-    a = to_float(a)
-    return _edges("histogram_bin_edges", reshape(a, (-1,)), bins, range)
+    return _edges("histogram_bin_edges", reshape(to_float(a), (-1,)), bins, range)
 
 
 def _bin_index(x, edges):
