@@ -57,7 +57,7 @@ def can_cast(from_, to, /, casting: str = "safe") -> bool:
     return bool(np.can_cast(src, dtypes.canonicalize(to), casting=casting))
 
 
-_KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu", "real floating": "f",
+KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu", "real floating": "f",
           "complex floating": "c", "numeric": "iufc"}
 
 
@@ -74,9 +74,9 @@ def isdtype(dtype, kind) -> bool:
     if isinstance(kind, tuple):
         return builtins.any(isdtype(dt, k) for k in kind)
     if isinstance(kind, str):
-        if kind not in _KINDS:
-            raise ValueError(f"isdtype: unknown kind {kind!r}; expected one of {', '.join(_KINDS)} or a dtype")
-        return dtypes.kind(dt) in _KINDS[kind]
+        if kind not in KINDS:
+            raise ValueError(f"isdtype: unknown kind {kind!r}; expected one of {', '.join(KINDS)} or a dtype")
+        return dtypes.kind(dt) in KINDS[kind]
     return dt == dtypes.canonicalize(kind)
 
 
