@@ -16,7 +16,7 @@ from flfun.numpy._asarray import as_array, asarray, dtype_and_weak, ints, matrix
 from flfun.numpy._elementwise import power
 from flfun.numpy._linalg import diagonal
 from flfun.numpy.promotion import promote
-from flfun.numpy._shaping import moveaxis
+from flfun.numpy._shaping import moveaxis, ravel
 from flfun.primitives import elementwise as lax
 from flfun.primitives import shape as lax_shape
 from flfun.primitives.base import check_size
@@ -334,8 +334,7 @@ def diag(v, /, k: int = 0) -> Array:
 
 def diagflat(v, /, k: int = 0) -> Array:
     """A 2-D array with the flattened ``v`` on its ``k``-th diagonal: ``fnp.diagflat(fnp.ones((2, 2)))``."""
-    v = as_array(v)
-    return diag(lax_shape.reshape(v, (v.size,)), k)
+    return diag(ravel(v), k)
 
 
 def meshgrid(*arrays, indexing: str = "xy", sparse: bool = False) -> list[Array]:
@@ -349,8 +348,7 @@ def meshgrid(*arrays, indexing: str = "xy", sparse: bool = False) -> list[Array]
     """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
-    xs = [as_array(a) for a in arrays]
-    xs = [lax_shape.reshape(x, (int(np.prod(x.shape)),)) for x in xs]
+    xs = [ravel(a) for a in arrays]
     shape = [x.shape[0] for x in xs]
     dims = list(range(len(xs)))
     if indexing == "xy" and len(xs) > 1:

@@ -159,10 +159,7 @@ def insert(arr, obj, values, axis=None):
 
 def append(arr, values, axis=None):
     """``arr`` followed by ``values`` along ``axis`` (both flattened when None): ``fnp.append(x, 1.0)``."""
-    a, v = promote("append", arr, values)
-    if axis is None:
-        return concatenate([reshape(a, (-1,)), reshape(v, (-1,))])
-    return concatenate([a, v], axis=axis)
+    return concatenate(promote("append", arr, values), axis=axis)
 
 
 def resize(a, new_shape):
