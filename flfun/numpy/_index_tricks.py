@@ -52,8 +52,7 @@ def ix_(*args):
 
 def diag_indices(n: int, ndim: int = 2):
     """Indices of the main diagonal of an ``(n,) * ndim`` array: ``x[fnp.diag_indices(3)]``."""
-    i = iota(dtypes.int64, (int(n),), 0)
-    return (i,) * ndim
+    return (iota(dtypes.int64, (int(n),), 0),) * ndim
 
 
 def diag_indices_from(arr):

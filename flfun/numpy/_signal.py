@@ -172,9 +172,8 @@ def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of the flattened array, with ``to_begin``/``to_end`` attached: ``fnp.ediff1d([1, 4, 6])``."""
     d = diff(reshape(as_array(ary), (-1,)))
-    parts = [reshape(as_array(t).astype(d.dtype), (-1,)) for t in (to_begin,) if t is not None] + [d]
-    parts += [reshape(as_array(t).astype(d.dtype), (-1,)) for t in (to_end,) if t is not None]
-    return concatenate(parts)
+    begin, end = (d[:0] if t is None else reshape(as_array(t).astype(d.dtype), (-1,)) for t in (to_begin, to_end))
+    return concatenate([begin, d, end])
 
 
 def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None):
