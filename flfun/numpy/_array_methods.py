@@ -5,8 +5,6 @@ The arithmetic and comparison dunders are bound straight to the namespace's func
 path that benchmark W1 measures); the named methods look their function up on every call, so they follow the
 namespace (``x.sum()`` is ``flfun.numpy.sum(x)``).
 """
-from __future__ import annotations
-
 import numpy as np
 
 from flfun.array import Array
@@ -14,9 +12,8 @@ from flfun.backends import get_backend
 from flfun.core import default_device, wrap
 from flfun.distributed.devices import device_put
 
-AXIS_METHODS = ("sum", "mean", "max", "min", "prod", "std", "var", "any", "all", "argmax", "argmin", "cumsum",
-                "cumprod")
-METHODS = ("clip", "round", "squeeze", "flatten", "ravel", "dot", "conj", "sort", "argsort", "nonzero", "repeat",
+METHODS = ("sum", "mean", "max", "min", "prod", "std", "var", "any", "all", "argmax", "argmin", "cumsum", "cumprod",
+           "clip", "round", "squeeze", "flatten", "ravel", "dot", "conj", "sort", "argsort", "nonzero", "repeat",
            "take", "swapaxes", "trace", "diagonal")
 BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide", "floordiv": "floor_divide",
           "mod": "remainder", "pow": "power", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
@@ -40,14 +37,6 @@ def _forward(ns, name, reflected=False):
         fn = getattr(ns, name)
         return fn(args[0], self) if reflected else fn(self, *args, **kwargs)
     method.__name__ = name
-    return method
-
-
-def _forward_axis(ns, name):
-    def method(self, axis=None, **kwargs):
-        return getattr(ns, name)(self, axis=axis, **kwargs)
-    method.__name__ = name
-    method.__doc__ = f"``flfun.numpy.{name}(self, axis=axis, ...)`` (``axis`` may be passed positionally)."
     return method
 
 
@@ -103,8 +92,6 @@ def install(ns) -> None:
         install(flfun.numpy)        # done once by flfun/numpy/__init__.py
         assert (fnp.ones(2) + 1).tolist() == [2.0, 2.0]
     """
-    for name in AXIS_METHODS:
-        setattr(Array, name, _forward_axis(ns, name))
     for name in METHODS:
         setattr(Array, name, _forward(ns, name))
     for op in ("matmul", "divmod"):

@@ -192,6 +192,12 @@ def matrix_stack(x, op: str):
     return x
 
 
+def no_out(op: str, out) -> None:
+    """NotImplementedError unless ``out`` is None: jax.numpy's ``out=`` parameter, for Arrays that are immutable."""
+    if out is not None:
+        raise NotImplementedError(f"{op}: out= is not supported (flfun arrays are immutable); use the result")
+
+
 def concrete(x, op: str) -> np.ndarray:
     """``x`` as a host numpy array; ConcretizationError naming ``op`` if it is traced."""
     if isinstance(x, Tracer):

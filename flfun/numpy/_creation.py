@@ -16,7 +16,7 @@ from flfun.numpy._asarray import as_array, asarray, dtype_and_weak, ints, matrix
 from flfun.numpy._elementwise import power
 from flfun.numpy._linalg import diagonal
 from flfun.numpy.promotion import promote
-from flfun.numpy._shaping import moveaxis
+from flfun.numpy._shaping import moveaxis, ravel
 from flfun.primitives import elementwise as lax
 from flfun.primitives import shape as lax_shape
 from flfun.primitives.base import check_size
@@ -104,8 +104,8 @@ def empty(shape, dtype=None, *, device=None) -> Array:
     return _full(shape, 0, dtype, device, "empty")
 
 
-def full_like(x, /, fill_value, dtype=None, *, device=None) -> Array:
-    """``fill_value`` with ``x``'s shape and dtype.
+def full_like(x, /, fill_value, dtype=None, shape=None, *, device=None) -> Array:
+    """``fill_value`` with ``x``'s shape (or ``shape``) and dtype.
 
     Example::
 
@@ -113,22 +113,22 @@ def full_like(x, /, fill_value, dtype=None, *, device=None) -> Array:
         [3.0, 3.0]
     """
     x = x if hasattr(x, "shape") and hasattr(x, "dtype") else asarray(x)
-    return full(x.shape, fill_value, x.dtype if dtype is None else dtype, device=device)
+    return full(x.shape if shape is None else shape, fill_value, x.dtype if dtype is None else dtype, device=device)
 
 
-def zeros_like(x, /, dtype=None, *, device=None) -> Array:
+def zeros_like(x, /, dtype=None, shape=None, *, device=None) -> Array:
     """Zeros with ``x``'s shape and dtype: ``fnp.zeros_like(x)``."""
-    return full_like(x, 0, dtype, device=device)
+    return full_like(x, 0, dtype, shape, device=device)
 
 
-def ones_like(x, /, dtype=None, *, device=None) -> Array:
+def ones_like(x, /, dtype=None, shape=None, *, device=None) -> Array:
     """Ones with ``x``'s shape and dtype: ``fnp.ones_like(x)``."""
-    return full_like(x, 1, dtype, device=device)
+    return full_like(x, 1, dtype, shape, device=device)
 
 
-def empty_like(x, /, dtype=None, *, device=None) -> Array:
+def empty_like(x, /, dtype=None, shape=None, *, device=None) -> Array:
     """Zeros with ``x``'s shape and dtype (see ``empty``): ``fnp.empty_like(x)``."""
-    return full_like(x, 0, dtype, device=device)
+    return full_like(x, 0, dtype, shape, device=device)
 
 
 # ------------------------------------------------------------------------------------------------------- ranges
@@ -143,7 +143,7 @@ def _static(v, op: str, name: str):
     return v
 
 
-def arange(start, /, stop=None, step=1, *, dtype=None, device=None) -> Array:
+def arange(start, /, stop=None, step=1, dtype=None, *, device=None) -> Array:
     """Evenly spaced values in ``[start, stop)``; float and negative steps work like numpy's.
 
     Example::
@@ -188,8 +188,8 @@ def _float_operands(op, *xs, dtype=None):
     return [lax.convert_element_type(a, a.dtype) if is_weak(a) else a for a in arrs]
 
 
-def linspace(start, stop, /, num: int = 50, *, dtype=None, device=None, endpoint: bool = True,
-             retstep: bool = False, axis: int = 0):
+def linspace(start, stop, /, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0,
+             *, device=None):
     """``num`` evenly spaced samples from ``start`` to ``stop`` (inclusive unless ``endpoint=False``).
 
     ``start``/``stop`` may be arrays (or traced values: linspace is differentiable in them); the samples then
@@ -224,8 +224,8 @@ def linspace(start, stop, /, num: int = 50, *, dtype=None, device=None, endpoint
     return (out, step) if retstep else out
 
 
-def logspace(start, stop, /, num: int = 50, *, endpoint: bool = True, base: float = 10.0, dtype=None,
-             axis: int = 0, device=None) -> Array:
+def logspace(start, stop, /, num: int = 50, endpoint: bool = True, base: float = 10.0, dtype=None, axis: int = 0,
+             *, device=None) -> Array:
     """``base ** linspace(start, stop, num)``.
 
     Example::
@@ -334,8 +334,7 @@ def diag(v, /, k: int = 0) -> Array:
 
 def diagflat(v, /, k: int = 0) -> Array:
     """A 2-D array with the flattened ``v`` on its ``k``-th diagonal: ``fnp.diagflat(fnp.ones((2, 2)))``."""
-    v = as_array(v)
-    return diag(lax_shape.reshape(v, (v.size,)), k)
+    return diag(ravel(v), k)
 
 
 def meshgrid(*arrays, indexing: str = "xy", sparse: bool = False) -> list[Array]:
@@ -349,8 +348,7 @@ def meshgrid(*arrays, indexing: str = "xy", sparse: bool = False) -> list[Array]
     """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
-    xs = [as_array(a) for a in arrays]
-    xs = [lax_shape.reshape(x, (int(np.prod(x.shape)),)) for x in xs]
+    xs = [ravel(a) for a in arrays]
     shape = [x.shape[0] for x in xs]
     dims = list(range(len(xs)))
     if indexing == "xy" and len(xs) > 1:

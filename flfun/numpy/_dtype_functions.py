@@ -44,8 +44,9 @@ def result_type(*arrays_and_dtypes) -> np.dtype:
     return dtypes.result_type(*[dtype_and_weak(a) for a in arrays_and_dtypes])[0]
 
 
-def can_cast(from_, to, /) -> bool:
-    """Whether ``from_`` (a dtype or array) casts to ``to`` without losing information (numpy's 'safe').
+def can_cast(from_, to, /, casting: str = "safe") -> bool:
+    """Whether ``from_`` (a dtype or array) casts to ``to`` under numpy's ``casting`` rule (by default 'safe':
+    without losing information).
 
     Example::
 
@@ -53,10 +54,10 @@ def can_cast(from_, to, /) -> bool:
         (True, False)
     """
     src = dtype_and_weak(from_)[0]
-    return bool(np.can_cast(src, dtypes.canonicalize(to), casting="safe"))
+    return bool(np.can_cast(src, dtypes.canonicalize(to), casting=casting))
 
 
-_KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu", "real floating": "f",
+KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu", "real floating": "f",
           "complex floating": "c", "numeric": "iufc"}
 
 
@@ -73,9 +74,9 @@ def isdtype(dtype, kind) -> bool:
     if isinstance(kind, tuple):
         return builtins.any(isdtype(dt, k) for k in kind)
     if isinstance(kind, str):
-        if kind not in _KINDS:
-            raise ValueError(f"isdtype: unknown kind {kind!r}; expected one of {', '.join(_KINDS)} or a dtype")
-        return dtypes.kind(dt) in _KINDS[kind]
+        if kind not in KINDS:
+            raise ValueError(f"isdtype: unknown kind {kind!r}; expected one of {', '.join(KINDS)} or a dtype")
+        return dtypes.kind(dt) in KINDS[kind]
     return dt == dtypes.canonicalize(kind)
 
 
@@ -101,17 +102,17 @@ def iinfo(type, /):
 
 
 # --------------------------------------------------------------------------------------------------- inspection
-def size(x, axis: int | None = None) -> int:
+def size(a, axis: int | None = None) -> int:
     """Number of elements (along ``axis`` if given): ``fnp.size(fnp.ones((2, 3))) == 6``."""
-    s = np.shape(x) if not hasattr(x, "shape") else tuple(x.shape)
+    s = np.shape(a) if not hasattr(a, "shape") else tuple(a.shape)
     return prod(s) if axis is None else s[canonical_axis(axis, len(s), "size")]
 
 
-def ndim(x) -> int:
+def ndim(a) -> int:
     """Number of dimensions: ``fnp.ndim(fnp.ones((2, 3))) == 2``."""
-    return len(x.shape) if hasattr(x, "shape") else np.ndim(x)
+    return len(a.shape) if hasattr(a, "shape") else np.ndim(a)
 
 
-def shape(x) -> tuple[int, ...]:
+def shape(a) -> tuple[int, ...]:
     """The shape of an array or nested sequence: ``fnp.shape([[1, 2]]) == (1, 2)``."""
-    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+    return tuple(a.shape) if hasattr(a, "shape") else np.shape(a)

@@ -85,10 +85,8 @@ def _contract_pair(x, xl, y, yl, keep: set):
 def _einsum_order(ops: list, optimize) -> list[tuple[int, int]]:
     """Pairwise contraction order: numpy's einsum_path (greedy/optimal) on placeholder arrays, else left to right."""
     n = len(ops)
-    if n <= 2 or not optimize:
-        return [(0, 1)] * (n - 1)
     letters = {c: string.ascii_letters[i % 52] for i, c in enumerate(dict.fromkeys(c for _, lab in ops for c in lab))}
-    if len(letters) > 52:
+    if n <= 2 or not optimize or len(letters) > 52:
         return [(0, 1)] * (n - 1)
     spec = ",".join("".join(letters[c] for c in lab) for _, lab in ops)
     dummies = [np.broadcast_to(np.zeros((), np.float32), x.shape) for x, _ in ops]

@@ -11,6 +11,7 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import trace_state, wrap
+from flfun.numpy._asarray import no_out
 from flfun.numpy.promotion import asarray_like, promote, to_float
 from flfun.primitives import elementwise as lax
 
@@ -252,9 +253,10 @@ def isfinite(x, /):
     return lax.is_finite(x) if dtypes.is_float(x.dtype) else lax.full(x.shape, True, dtypes.bool_)
 
 
-def round(x, /, decimals: int = 0):
+def round(x, /, decimals: int = 0, out=None):
     """Round half to even to ``decimals`` digits (integers change only for negative ``decimals``, as in numpy):
     ``fnp.round(fnp.asarray([0.5, 1.5])) -> [0., 2.]``."""
+    no_out("round", out)
     x = asarray_like(x)
     if not isinstance(decimals, (int, np.integer)):
         raise TypeError(f"round: decimals must be an int, got {decimals!r}")
@@ -430,8 +432,8 @@ def angle(x, /, deg: bool = False):
     return lax.mul(out, _const(out, 180 / np.pi)) if deg else out
 
 
-def nan_to_num(x, /, nan=0.0, posinf=None, neginf=None):
-    """Replace NaN and infinities by finite numbers."""
+def nan_to_num(x, /, copy: bool = True, nan=0.0, posinf=None, neginf=None):
+    """Replace NaN and infinities by finite numbers (``copy`` is accepted: Arrays are immutable)."""
     x = asarray_like(x)
     if not dtypes.is_float(x.dtype):
         return x
@@ -441,8 +443,7 @@ def nan_to_num(x, /, nan=0.0, posinf=None, neginf=None):
 
 
 __all__ = ["abs", "absolute", "acos", "acosh", "add", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
-           "arctan2",
-           "arctanh", "around", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
+           "arctan2", "arctanh", "around", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
            "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clip",
            "conj", "conjugate", "copysign", "cos", "cosh", "divide", "divmod", "equal", "exp", "exp2", "expm1",
            "float_power", "floor", "floor_divide", "fmod", "greater", "greater_equal", "hypot", "imag", "invert",

@@ -4,11 +4,9 @@ and ``apply_over_axes``, ``fromfunction`` and ``piecewise``. The loops numpy run
 import functools
 import re
 
-import numpy as np
-
 from flfun import dtypes
 from flfun.core import short
-from flfun.numpy._asarray import as_array
+from flfun.numpy._asarray import as_array, no_out
 from flfun.numpy._creation import zeros
 from flfun.numpy._elementwise import logical_not, logical_or, where
 from flfun.lax_control import scan
@@ -168,32 +166,30 @@ class ufunc:
         a, b = asarray_like(A), asarray_like(B)
         return self(reshape(a, a.shape + (1,) * b.ndim), b)
 
-    def _binary(self, op):
+    def _scan(self, op, a, axis, initial):
+        """``(start, last, running values)`` of ``func`` folded along ``axis`` of ``a`` (from ``initial``, else
+        from the first slice)."""
         if self.nin != 2 or self.nout != 1:
             raise ValueError(f"{self.__name__}.{op}: only binary ufuncs with one output support {op}")
-
-    def _scan(self, op, a, axis, initial):
-        self._binary(op)
-        x = moveaxis(as_array(a), canonical_axis(axis, as_array(a).ndim, op), 0)
-        init = x[0] if initial is None else broadcast_to(asarray_like(initial).astype(x.dtype), x.shape[1:])
-        rest = x[1:] if initial is None else x
+        x = as_array(a)
+        x = moveaxis(x, canonical_axis(axis, x.ndim, op), 0)
         if initial is None and not x.shape[0]:
             raise ValueError(f"{self.__name__}.{op}: empty axis and no initial value")
-        step = lambda c, v: (self.func(c, v),) * 2   # noqa: E731
-        last, ys = scan(step, init, rest)
-        return x, init, last, ys, initial is None
+        init = x[0] if initial is None else broadcast_to(asarray_like(initial).astype(x.dtype), x.shape[1:])
+        return (init, *scan(lambda c, v: (self.func(c, v),) * 2, init, x[1:] if initial is None else x))
 
     def reduce(self, a, axis: int = 0, dtype=None, out=None, keepdims: bool = False, initial=None, where=None):
         """``func`` folded along ``axis``, left to right (from ``initial`` if given)."""
         if out is not None or where is not None:
             raise NotImplementedError(f"{self.__name__}.reduce: out= and where= are not supported")
-        _, _, last, _, _ = self._scan("reduce", a, axis, initial if initial is not None else self.identity)
+        last = self._scan("reduce", a, axis, initial if initial is not None else self.identity)[1]
         return expand_dims(last, axis) if keepdims else last
 
     def accumulate(self, a, axis: int = 0, dtype=None, out=None):
         """The running fold along ``axis``: ``out[k] = func(out[k - 1], a[k])``."""
-        x, init, _, ys, first = self._scan("accumulate", a, axis, None)
-        return moveaxis(concatenate([init[None], ys]) if first else ys, 0, axis)
+        no_out(f"{self.__name__}.accumulate", out)
+        init, _, ys = self._scan("accumulate", a, axis, None)
+        return moveaxis(concatenate([init[None], ys]), 0, axis)
 
     def at(self, a, indices, b=None, /, *, inplace: bool = True):
         """``a`` with ``a[indices]`` replaced by ``func(a[indices], b)``; pass ``inplace=False``."""

@@ -52,8 +52,7 @@ def ix_(*args):
 
 def diag_indices(n: int, ndim: int = 2):
     """Indices of the main diagonal of an ``(n,) * ndim`` array: ``x[fnp.diag_indices(3)]``."""
-    i = iota(dtypes.int64, (int(n),), 0)
-    return (i,) * ndim
+    return (iota(dtypes.int64, (int(n),), 0),) * ndim
 
 
 def diag_indices_from(arr):
@@ -64,34 +63,34 @@ def diag_indices_from(arr):
     return diag_indices(a.shape[0], a.ndim)
 
 
-def _host_indices(pair):
-    return tuple(asarray(i.astype(np.int64)) for i in pair)
+def _triangle(np_fn, n, k, m=None, arr=None):
+    """numpy's ``np_fn(n, k, m)`` as int64 Arrays; with ``arr``, for the shape of that 2-d array."""
+    if arr is not None:
+        a = as_array(arr)
+        if a.ndim != 2:
+            raise ValueError(f"{np_fn.__name__}_from: arr must be 2-d, got {short(a)}")
+        n, m = a.shape
+    return tuple(asarray(i.astype(np.int64)) for i in np_fn(n, k, m))
 
 
 def tril_indices(n: int, k: int = 0, m: int | None = None):
     """Row and column indices of the lower triangle (at and below diagonal ``k``) of an ``(n, m)`` array."""
-    return _host_indices(np.tril_indices(n, k, m))
+    return _triangle(np.tril_indices, n, k, m)
 
 
 def triu_indices(n: int, k: int = 0, m: int | None = None):
     """Row and column indices of the upper triangle (at and above diagonal ``k``) of an ``(n, m)`` array."""
-    return _host_indices(np.triu_indices(n, k, m))
+    return _triangle(np.triu_indices, n, k, m)
 
 
 def tril_indices_from(arr, k: int = 0):
     """:func:`tril_indices` for the shape of the 2-d ``arr``."""
-    a = as_array(arr)
-    if a.ndim != 2:
-        raise ValueError(f"tril_indices_from: arr must be 2-d, got {short(a)}")
-    return tril_indices(a.shape[0], k, a.shape[1])
+    return _triangle(np.tril_indices, None, k, arr=arr)
 
 
 def triu_indices_from(arr, k: int = 0):
     """:func:`triu_indices` for the shape of the 2-d ``arr``."""
-    a = as_array(arr)
-    if a.ndim != 2:
-        raise ValueError(f"triu_indices_from: arr must be 2-d, got {short(a)}")
-    return triu_indices(a.shape[0], k, a.shape[1])
+    return _triangle(np.triu_indices, None, k, arr=arr)
 
 
 def mask_indices(n: int, mask_func, k: int = 0):
@@ -143,18 +142,14 @@ def ravel_multi_index(multi_index, dims, mode: str = "raise", order: str = "C"):
     idx = broadcast_arrays(*[asarray_like(i) for i in multi_index])
     flat, stride = 0, 1
     for k in (range(len(dims) - 1, -1, -1) if order == "C" else range(len(dims))):
-        i = idx[k]
-        if mode == "raise":
-            _check_bounds("ravel_multi_index", i, dims[k], f"index of dimension {k}")
-        i = remainder(i, dims[k]) if mode == "wrap" else where(i < 0, 0, where(i >= dims[k], dims[k] - 1, i)) \
-            if mode == "clip" else i
+        i = _index_mode("ravel_multi_index", idx[k], dims[k], mode, f"index of dimension {k}")
         flat, stride = flat + i * stride, stride * dims[k]
     return flat
 
 
-def _index_mode(op, idx, n, mode):
+def _index_mode(op, idx, n, mode, what="index"):
     if mode in (None, "raise"):
-        _check_bounds(op, idx, n, "index")
+        _check_bounds(op, idx, n, what)
         return idx
     if mode == "wrap":
         return remainder(idx, n)

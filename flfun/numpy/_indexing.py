@@ -150,6 +150,17 @@ def index_array(comps, shape):
     return S.concatenate(parts, len(shape))
 
 
+def broadcast_values(values, target, dtype, name: str):
+    """``values`` in ``dtype``, broadcast to ``target``, the shape an indexed update writes (leading 1s dropped)."""
+    v = as_array(values)
+    v = v if v.dtype == dtype else E.convert_element_type(v, dtype)
+    lead = max(v.ndim - len(target), 0)
+    if any(d != 1 for d in v.shape[:lead]) or any(a not in (1, b) for a, b in zip(v.shape[::-1], target[::-1])):
+        raise ValueError(f"at[].{name}: values of shape {tuple(v.shape)} cannot be broadcast to the indexed "
+                         f"shape {target}")
+    return broadcast_to_shape(S.reshape(v, tuple(v.shape)[lead:]), target)
+
+
 # ------------------------------------------------------------------------------------------------------ getitem
 def getitem(x, idx, mode: str | None = None, fill_value=None) -> Array:
     """``x[idx]`` with numpy semantics (``Array.__getitem__`` calls this).
@@ -178,7 +189,7 @@ def _getitem(x, idx, mode, fill_value, traced_mode: str):
         y = S.slice(x, (i,) + (0,) * (len(shape) - 1), (i + 1,) + tuple(shape[1:]))
         return S.reshape(y, tuple(shape[1:]))
     entries = parse_index(shape, idx, mode)
-    adv, adv_shape, plain, block = index_layout(entries)
+    adv, adv_shape, plain, block, out_shape = index_layout(entries)
     starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
     flips, int_dims = [], []
     for e in entries:
@@ -196,9 +207,8 @@ def _getitem(x, idx, mode, fill_value, traced_mode: str):
         y = S.slice(y, starts, limits, strides)
     kept = [d for d in range(x.ndim) if d not in int_dims]
     y = S.reshape(y, tuple(y.shape[d] for d in kept))
-    sizes = tuple(1 if e[0] == "new" else e[4] for e in plain)
     if not adv:
-        return S.reshape(y, sizes)
+        return S.reshape(y, out_shape)
     comps = [(e[2], shape[e[1][0]]) for e in adv if e[1]]
     host = all(isinstance(c, np.ndarray) for c, _ in comps)
     out = gather(y, index_array(comps, adv_shape), axes=tuple(kept.index(e[1][0]) for e in adv if e[1]),
@@ -206,13 +216,13 @@ def _getitem(x, idx, mode, fill_value, traced_mode: str):
     # gather gives (advanced dims, slice dims); the advanced block goes after ``block`` plain dims
     n, before = len(adv_shape), sum(e[0] == "slice" for e in plain[:block])
     out = S.transpose(out, (*range(n, n + before), *range(n), *range(n + before, out.ndim)))
-    return S.reshape(out, sizes[:block] + adv_shape + sizes[block:])
+    return S.reshape(out, out_shape)
 
 
 def index_layout(entries):
     """The dims of ``x[idx]`` from its parsed entries: the advanced entries, their broadcast shape, the plain
     ("new" and "slice") entries in order, and ``block``, the number of plain dims before the advanced block
-    (numpy puts the block where its indices stand when they are adjacent, else first)."""
+    (numpy puts the block where its indices stand when they are adjacent, else first), and the shape of x[idx]."""
     adv = [e for e in entries if e[0] == "adv"]
     try:
         adv_shape = tuple(np.broadcast_shapes(*[tuple(e[2].shape) for e in adv]))
@@ -222,4 +232,6 @@ def index_layout(entries):
     pos = [i for i, e in enumerate(entries) if e[0] == "adv"]
     adjacent = pos and pos[-1] - pos[0] + 1 == len(pos)
     block = sum(e[0] in ("new", "slice") for e in entries[:pos[0]]) if adjacent else 0
-    return adv, adv_shape, [e for e in entries if e[0] in ("new", "slice")], block
+    plain = [e for e in entries if e[0] in ("new", "slice")]
+    sizes = tuple(1 if e[0] == "new" else e[4] for e in plain)
+    return adv, adv_shape, plain, block, sizes[:block] + adv_shape + sizes[block:]

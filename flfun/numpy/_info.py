@@ -1,14 +1,13 @@
 """The array API inspection namespace: ``flfun.numpy.__array_namespace_info__()`` tells array-API consumers which
 capabilities, devices and dtypes flfun has."""
 from flfun import dtypes
+from flfun.numpy._dtype_functions import KINDS, isdtype
 
 __all__ = ["__array_namespace_info__"]
 
 _STANDARD = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
              "complex64", "complex128")
 _ALL = {dt.name: dt for dt in dtypes.SUPPORTED if dt.name in _STANDARD}   # float16 works too, outside the standard
-_KIND_NAMES = ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating",
-               "numeric")
 
 
 class Info:
@@ -57,8 +56,7 @@ class Info:
             dtype('float32')
         """
         return {"real floating": dtypes.DEFAULT_FLOAT, "complex floating": dtypes.DEFAULT_COMPLEX,
-                "integral": dtypes.DEFAULT_INT,
-                "indexing": dtypes.DEFAULT_INT}
+                "integral": dtypes.DEFAULT_INT, "indexing": dtypes.DEFAULT_INT}
 
     def dtypes(self, *, device=None, kind=None) -> dict:
         """Supported dtypes by name, optionally only those of ``kind`` (a kind name, a dtype, or a tuple).
@@ -68,11 +66,10 @@ class Info:
             >>> sorted(fnp.__array_namespace_info__().dtypes(kind="real floating"))
             ['float16', 'float32', 'float64']
         """
-        from flfun.numpy._dtype_functions import isdtype
         if kind is None:
             return dict(_ALL)
-        if isinstance(kind, str) and kind not in _KIND_NAMES:
-            raise ValueError(f"dtypes: unknown kind {kind!r}; expected one of {', '.join(_KIND_NAMES)}")
+        if isinstance(kind, str) and kind not in KINDS:
+            raise ValueError(f"dtypes: unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
         return {name: dt for name, dt in _ALL.items() if isdtype(dt, kind)}
 
     def __repr__(self):

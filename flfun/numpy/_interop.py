@@ -6,7 +6,6 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.numpy._asarray import asarray
-from flfun.numpy._creation import full
 from flfun.numpy._elementwise import imag, logical_not, real
 from flfun.numpy._sorting import lexsort
 from flfun.numpy._take import take_along_axis
@@ -46,8 +45,7 @@ def isrealobj(x) -> bool:
 
 def iscomplex(x):
     """Elementwise: a non-zero imaginary part (all False for real dtypes)."""
-    x = asarray_like(x)
-    return imag(x) != 0 if x.dtype.kind == "c" else full(x.shape, False, dtypes.bool_)
+    return imag(x) != 0
 
 
 def isreal(x):

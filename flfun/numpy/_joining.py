@@ -9,7 +9,7 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import is_weak, short
-from flfun.numpy._asarray import as_array, flat_axis, ints
+from flfun.numpy._asarray import as_array, flat_axis, ints, no_out
 from flfun.numpy._dtype_functions import result_type
 from flfun.numpy._shaping import atleast, atleast_2d, ravel, reshape
 from flfun.numpy._take import take
@@ -23,18 +23,18 @@ __all__ = ["stack", "concat", "concatenate", "hstack", "vstack", "dstack", "colu
 
 
 # ------------------------------------------------------------------------------------------- joining, splitting
-def _common(arrays, op):
+def _common(arrays, op, dtype=None):
     if isinstance(arrays, Array) or not isinstance(arrays, (list, tuple)):
         raise TypeError(f"{op}: expected a sequence of arrays, got {type(arrays).__name__}")
     if not arrays:
         raise ValueError(f"{op}: need at least one array")
     arrays = [a if type(a) in (int, float, bool, complex) else as_array(a) for a in arrays]
-    dt = result_type(*arrays)
+    dt = result_type(*arrays) if dtype is None else dtypes.canonicalize(dtype)
     xs = [as_array(a) for a in arrays]
     return [x if x.dtype == dt and not is_weak(x) else lax.convert_element_type(x, dt) for x in xs]
 
 
-def concat(arrays, /, *, axis: int | None = 0) -> Array:
+def concat(arrays, /, *, axis: int | None = 0, dtype=None) -> Array:
     """Join arrays along an existing ``axis`` (``axis=None`` flattens them first); dtypes are promoted.
 
     Example::
@@ -42,7 +42,7 @@ def concat(arrays, /, *, axis: int | None = 0) -> Array:
         >>> fnp.concat([fnp.ones(2), fnp.zeros(1)]).tolist()
         [1.0, 1.0, 0.0]
     """
-    xs = _common(arrays, "concat")
+    xs = _common(arrays, "concat", dtype)
     xs, axis = ([ravel(x) for x in xs], 0) if axis is None else (xs, axis)
     nd = xs[0].ndim
     if nd == 0:
@@ -53,12 +53,12 @@ def concat(arrays, /, *, axis: int | None = 0) -> Array:
     return xs[0] if len(xs) == 1 else lax_shape.concatenate(xs, ax)
 
 
-def concatenate(arrays, axis: int | None = 0) -> Array:
+def concatenate(arrays, axis: int | None = 0, dtype=None) -> Array:
     """numpy's name for ``concat``: ``fnp.concatenate([a, b], axis=1)``."""
-    return concat(arrays, axis=axis)
+    return concat(arrays, axis=axis, dtype=dtype)
 
 
-def stack(arrays, /, axis: int = 0) -> Array:
+def stack(arrays, /, axis: int = 0, out=None, dtype=None) -> Array:
     """Join same-shaped arrays along a new ``axis``.
 
     Example::
@@ -66,27 +66,28 @@ def stack(arrays, /, axis: int = 0) -> Array:
         >>> fnp.stack([fnp.ones(2), fnp.zeros(2)], axis=1).shape
         (2, 2)
     """
-    xs = _common(arrays, "stack")
+    no_out("stack", out)
+    xs = _common(arrays, "stack", dtype)
     if any(x.shape != xs[0].shape for x in xs):
         raise ValueError(f"stack: all arrays must have the same shape, got {', '.join(short(x) for x in xs)}")
     ax = canonical_axis(axis, xs[0].ndim + 1, "stack")
     return concat([lax_shape.expand_dims(x, (ax,)) for x in xs], axis=ax)
 
 
-def hstack(tup, /) -> Array:
+def hstack(tup, /, dtype=None) -> Array:
     """Stack column-wise (along axis 1; axis 0 for 1-D arrays): ``fnp.hstack([a, b])``."""
     xs = atleast(tup, 1, list)
-    return concat(xs, axis=0 if xs[0].ndim == 1 else 1)
+    return concat(xs, axis=0 if xs[0].ndim == 1 else 1, dtype=dtype)
 
 
-def vstack(tup, /) -> Array:
+def vstack(tup, /, dtype=None) -> Array:
     """Stack row-wise (along axis 0 of ``atleast_2d`` views): ``fnp.vstack([a, b])``."""
-    return concat(atleast(tup, 2, list), axis=0)
+    return concat(atleast(tup, 2, list), axis=0, dtype=dtype)
 
 
-def dstack(tup, /) -> Array:
+def dstack(tup, /, dtype=None) -> Array:
     """Stack depth-wise (along axis 2 of ``atleast_3d`` views): ``fnp.dstack([a, b])``."""
-    return concat(atleast(tup, 3, list), axis=2)
+    return concat(atleast(tup, 3, list), axis=2, dtype=dtype)
 
 
 def column_stack(tup, /) -> Array:
@@ -176,7 +177,7 @@ def tile(x, repetitions, /) -> Array:
     return lax_shape.reshape(out, tuple(r * d for r, d in zip(reps, shape)))
 
 
-def repeat(x, repeats, /, *, axis: int | None = None) -> Array:
+def repeat(x, repeats, /, axis: int | None = None) -> Array:
     """Repeat each element ``repeats`` times along ``axis`` (flattened when None).
 
     ``repeats`` is an int, or one count per element along ``axis``; per-element counts give a data-dependent
@@ -250,7 +251,7 @@ def roll(x, /, shift, axis=None) -> Array:
     return x
 
 
-def diff(x, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> Array:
+def diff(x, /, n: int = 1, axis: int = -1, prepend=None, append=None) -> Array:
     """The ``n``-th discrete difference along ``axis`` (``x[1:] - x[:-1]``, repeated; ``!=`` for bool), after
     joining ``prepend`` and ``append`` to ``x`` along ``axis``.
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from flfun import dtypes
 from flfun.core import Tracer, short
-from flfun.numpy._asarray import as_array, concrete
+from flfun.numpy._asarray import as_array, concrete, flat_axis
 from flfun.numpy._creation import arange, full, logspace, zeros
 from flfun.numpy._elementwise import abs, bitwise_and, log10, right_shift, round, sign
 from flfun.numpy._joining import concatenate, flip, split
@@ -125,17 +125,10 @@ def block(arrays):
     return join(arrays, 0)
 
 
-def _axis_and_flat(op, arr, axis):
-    x = as_array(arr)
-    if axis is None:
-        return reshape(x, (-1,)), 0
-    return x, canonical_axis(axis, x.ndim, op)
-
-
 def delete(arr, obj, axis=None, *, assume_unique_indices: bool = False):
     """``arr`` without the entries ``obj`` (an int, slice or index array, concrete) along ``axis`` (None:
     flattened): ``fnp.delete(x, [0, 2])``."""
-    x, ax = _axis_and_flat("delete", arr, axis)
+    x, ax = flat_axis(arr, axis, "delete")
     keep = np.ones(x.shape[ax], bool)
     keep[obj if isinstance(obj, slice) else concrete(obj, "delete")] = False
     return take(x, np.flatnonzero(keep), axis=ax)
@@ -150,7 +143,7 @@ def insert(arr, obj, values, axis=None):
         >>> fnp.insert(fnp.asarray([1, 2, 3]), 1, 9).tolist()
         [1, 9, 2, 3]
     """
-    x, ax = _axis_and_flat("insert", arr, axis)
+    x, ax = flat_axis(arr, axis, "insert")
     n = x.shape[ax]
     where_ = np.arange(n)[obj] if isinstance(obj, slice) else concrete(obj, "insert")
     v = asarray_like(values).astype(x.dtype)
@@ -166,10 +159,7 @@ def insert(arr, obj, values, axis=None):
 
 def append(arr, values, axis=None):
     """``arr`` followed by ``values`` along ``axis`` (both flattened when None): ``fnp.append(x, 1.0)``."""
-    a, v = promote("append", arr, values)
-    if axis is None:
-        return concatenate([reshape(a, (-1,)), reshape(v, (-1,))])
-    return concatenate([a, v], axis=axis)
+    return concatenate(promote("append", arr, values), axis=axis)
 
 
 def resize(a, new_shape):
@@ -196,20 +186,21 @@ def rot90(m, k: int = 1, axes=(0, 1)):
     return swapaxes(flip(m, axis=a1), a0, a1) if k == 1 else flip(swapaxes(m, a0, a1), axis=a1)
 
 
+def _at_least(op: str, x, n: int):
+    x = as_array(x)
+    if x.ndim < n:
+        raise ValueError(f"{op}: needs at least {n} dimension{'s' * (n > 1)}, got {short(x)}")
+    return x
+
+
 def fliplr(m):
     """``m`` reversed along axis 1."""
-    m = as_array(m)
-    if m.ndim < 2:
-        raise ValueError(f"fliplr: needs at least 2 dimensions, got {short(m)}")
-    return flip(m, axis=1)
+    return flip(_at_least("fliplr", m, 2), axis=1)
 
 
 def flipud(m):
     """``m`` reversed along axis 0."""
-    m = as_array(m)
-    if m.ndim < 1:
-        raise ValueError("fliplr: needs at least 1 dimension")
-    return flip(m, axis=0)
+    return flip(_at_least("flipud", m, 1), axis=0)
 
 
 def rollaxis(a, axis: int, start: int = 0):
@@ -222,53 +213,50 @@ def rollaxis(a, axis: int, start: int = 0):
     return moveaxis(a, axis, start - 1 if start > axis else start)
 
 
-def _split_n(op: str, ary, indices_or_sections, axis: int, min_dims: int):
-    x = as_array(ary)
-    if x.ndim < min_dims:
-        raise ValueError(f"{op}: needs at least {min_dims} dimensions, got {short(x)}")
-    return split(x, indices_or_sections, axis=axis)
-
-
 def hsplit(ary, indices_or_sections):
     """:func:`split` along axis 1 (axis 0 for 1-d arrays)."""
-    return _split_n("hsplit", ary, indices_or_sections, 1 if as_array(ary).ndim > 1 else 0, 1)
+    x = _at_least("hsplit", ary, 1)
+    return split(x, indices_or_sections, axis=1 if x.ndim > 1 else 0)
 
 
 def vsplit(ary, indices_or_sections):
     """:func:`split` along axis 0 (at least 2-d)."""
-    return _split_n("vsplit", ary, indices_or_sections, 0, 2)
+    return split(_at_least("vsplit", ary, 2), indices_or_sections, axis=0)
 
 
 def dsplit(ary, indices_or_sections):
     """:func:`split` along axis 2 (at least 3-d)."""
-    return _split_n("dsplit", ary, indices_or_sections, 2, 3)
+    return split(_at_least("dsplit", ary, 3), indices_or_sections, axis=2)
+
+
+def _bit_order(op: str, bitorder: str):
+    """The bit positions, most significant first for 'big'."""
+    if bitorder not in ("big", "little"):
+        raise ValueError(f"{op}: bitorder must be 'big' or 'little', got {bitorder!r}")
+    return np.arange(8)[::-1] if bitorder == "big" else np.arange(8)
 
 
 def packbits(a, axis=None, bitorder: str = "big"):
     """Pack the truth of each element into the bits of uint8 (8 per byte, the last padded with 0) along ``axis``
     (None: flattened). Example: ``fnp.packbits(fnp.asarray([1, 0, 1])) -> [160]``."""
-    if bitorder not in ("big", "little"):
-        raise ValueError(f"packbits: bitorder must be 'big' or 'little', got {bitorder!r}")
-    x, ax = _axis_and_flat("packbits", a, axis)
+    bits = _bit_order("packbits", bitorder)
+    x, ax = flat_axis(a, axis, "packbits")
     if x.dtype.kind not in "iub":
         raise TypeError(f"packbits: needs integer or bool input, got {x.dtype}")
     x = moveaxis((x != 0).astype(dtypes.uint8), ax, -1)
     n = x.shape[-1]
     x = pad(x, [(0, 0)] * (x.ndim - 1) + [(0, -n % 8)])
     x = reshape(x, x.shape[:-1] + (-1, 8))
-    weights = (1 << np.arange(8)[::-1] if bitorder == "big" else 1 << np.arange(8)).astype(np.uint8)
-    return moveaxis(sum(x * as_array(weights), axis=-1, dtype=dtypes.uint8), -1, ax)
+    return moveaxis(sum(x * as_array((1 << bits).astype(np.uint8)), axis=-1, dtype=dtypes.uint8), -1, ax)
 
 
 def unpackbits(a, axis=None, count=None, bitorder: str = "big"):
     """The bits of a uint8 array as uint8 0/1 values along ``axis`` (None: flattened), 8 per byte; ``count``
     keeps that many (negative: drops that many from the end)."""
-    if bitorder not in ("big", "little"):
-        raise ValueError(f"unpackbits: bitorder must be 'big' or 'little', got {bitorder!r}")
-    x, ax = _axis_and_flat("unpackbits", a, axis)
+    shifts = as_array(_bit_order("unpackbits", bitorder).astype(np.uint8))
+    x, ax = flat_axis(a, axis, "unpackbits")
     if x.dtype != dtypes.uint8:
         raise TypeError(f"unpackbits: needs a uint8 array, got {x.dtype}")
-    shifts = as_array((np.arange(8)[::-1] if bitorder == "big" else np.arange(8)).astype(np.uint8))
     x = moveaxis(x, ax, -1)
     bits = reshape(bitwise_and(right_shift(x[..., None], shifts), 1), x.shape[:-1] + (-1,))
     if count is not None:

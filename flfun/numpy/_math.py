@@ -6,10 +6,11 @@ from flfun import dtypes
 from flfun.lax_control import while_loop
 from flfun.primitives.base import full
 from flfun.primitives.reduce import reduce_or
-from flfun.numpy._elementwise import (abs, add, bitwise_and, divide, equal, exp, floor, isfinite, isinf, isnan,
-                                      log, logaddexp, logical_and, logical_or, maximum, minimum, multiply,
-                                      floor_divide, nextafter, power, remainder, right_shift, round, sign,
-                                      signbit, sin, subtract, trunc, where)
+from flfun.numpy._elementwise import (abs, add, bitwise_and, divide, equal, exp, floor, floor_divide, isfinite,
+                                      isinf, isnan, log, logaddexp, logical_and, logical_or, maximum, minimum,
+                                      multiply, nextafter, power, remainder, right_shift, round, sign, sin, subtract,
+                                      trunc, where)
+from flfun.numpy._asarray import no_out
 from flfun.numpy._reductions import all as _all
 from flfun.numpy.promotion import asarray_like, promote, to_float
 
@@ -143,14 +144,16 @@ def i0(x, /):
     return where(ax <= 30, total, exp(big) / (2 * np.pi * big) ** 0.5 * series)
 
 
-def isposinf(x, /):
+def isposinf(x, /, out=None):
     """True at +inf."""
+    no_out("isposinf", out)
     x = asarray_like(x)
     return logical_and(isinf(x), x > 0)
 
 
-def isneginf(x, /):
+def isneginf(x, /, out=None):
     """True at -inf."""
+    no_out("isneginf", out)
     x = asarray_like(x)
     return logical_and(isinf(x), x < 0)
 
@@ -161,8 +164,9 @@ def logaddexp2(x1, x2, /):
     return logaddexp(a * _LN2, b * _LN2) / _LN2
 
 
-def modf(x, /):
+def modf(x, /, out=None):
     """``(fractional part, integral part)``, both with the sign of ``x``: ``fnp.modf(-2.5) -> (-0.5, -2.0)``."""
+    no_out("modf", out)
     x = to_float(x)
     t = trunc(x)
     return where(isinf(x), 0.0 * sign(x), subtract(x, t)), t

@@ -17,7 +17,9 @@ from flfun.numpy.promotion import promote, to_float
 __all__ = ["polyval", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "poly", "polyfit", "vander"]
 
 
-def _coeffs(op: str, *ps, float_: bool = False):
+def _coeffs(op: str, *ps, float_: bool = False, order: int = 0):
+    if order < 0:
+        raise ValueError(f"{op}: order m must be non-negative, got {order}")
     ps = promote(op, *ps, to_float=float_)
     for p in ps:
         if p.ndim != 1:
@@ -95,9 +97,7 @@ def polydiv(u, v, *, trim_leading_zeros: bool = False):
 
 def polyder(p, m: int = 1):
     """The ``m``-th derivative: ``fnp.polyder(fnp.asarray([1.0, 1.0, 1.0])) -> [2.0, 1.0]``."""
-    (p,) = _coeffs("polyder", p)
-    if m < 0:
-        raise ValueError(f"polyder: order m must be non-negative, got {m}")
+    (p,) = _coeffs("polyder", p, order=m)
     for _ in range(m):
         n = p.shape[0]
         p = p[:-1] * arange(n - 1, 0, -1).astype(p.dtype) if n else p
@@ -106,9 +106,7 @@ def polyder(p, m: int = 1):
 
 def polyint(p, m: int = 1, k=None):
     """The ``m``-th antiderivative with integration constants ``k`` (one per step, default 0)."""
-    (p,) = _coeffs("polyint", p, float_=True)
-    if m < 0:
-        raise ValueError(f"polyint: order m must be non-negative, got {m}")
+    (p,) = _coeffs("polyint", p, float_=True, order=m)
     ks = broadcast_to(as_array(0.0 if k is None else k).astype(p.dtype), (m,))
     for i in range(m):
         p = concatenate([p / arange(p.shape[0], 0, -1).astype(p.dtype), ks[i:i + 1]])

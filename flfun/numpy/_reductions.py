@@ -9,6 +9,7 @@ import builtins
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import trace_state, short, wrap
+from flfun.numpy._asarray import flat_axis, no_out
 from flfun.numpy._elementwise import isnan, to_bool
 from flfun.numpy.promotion import asarray_like, promote, to_float
 from flfun.primitives import elementwise as lax, reduce as lax_reduce, shape as lax_shape
@@ -51,9 +52,19 @@ def accumulated(x, dtype):
     return x
 
 
-def _reduce(op: str, fn, x, axis, keepdims):
+def _reduce(op: str, fn, x, axis, keepdims, out=None, combine=None, initial=None):
+    """``fn`` over ``axis`` of ``x``. ``combine`` is given for max and min, which have no identity: an empty
+    reduction needs ``initial``, which ``combine`` joins to the result."""
+    no_out(op, out)
     axes = _axes(op, axis, len(x.shape))
-    return keep_reduced_dims(x, fn(x, axes), axes, keepdims)
+    empty = [a for a in axes if x.shape[a] == 0]
+    if combine is not None and initial is None and empty:
+        raise ValueError(f"{op}: zero-size reduction over axis {empty[0]} of {short(x)}: {op} has no identity "
+                         f"(pass initial=)")
+    res = fn(x, axes)
+    if initial is not None:
+        res = combine(res, _scalar(initial, res.dtype))
+    return keep_reduced_dims(x, res, axes, keepdims)
 
 
 def _cast(x, dtype):
@@ -65,7 +76,7 @@ def _count(x, axes) -> int:
 
 
 # ----------------------------------------------------------------------------------------------- sum and prod
-def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
+def sum(x, /, axis=None, dtype=None, out=None, keepdims: bool = False) -> Array:
     """Sum over ``axis`` (all axes by default); bool and small integers accumulate in int64 (uint64).
 
     Example::
@@ -73,18 +84,18 @@ def sum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
         >>> fnp.sum(fnp.asarray([[1, 2], [3, 4]], dtype="int32"), axis=0).tolist()   # int64 result
         [4, 6]
     """
-    if trace_state.evaluate and type(x) is Array and axis is None and dtype is None and not keepdims \
-            and x._value.dtype.kind == "f":   # the common full float sum, straight to the impl (benchmark W1)
+    if trace_state.evaluate and type(x) is Array and axis is None and dtype is None and out is None \
+            and not keepdims and x._value.dtype.kind == "f":   # the common full float sum, to the impl (benchmark W1)
         v = x._value
         params = {"axes": tuple(range(v.ndim))}
         out = wrap(_reduce_sum_impls[x._device.backend](v, **params), x._device)
         if trace_state.tape is not None:           # an eager grad is recording
             trace_state.tape.record(lax_reduce.reduce_sum_p, params, (x,), (out,))
         return out
-    return _reduce("sum", lax_reduce.reduce_sum, accumulated(x, dtype), axis, keepdims)
+    return _reduce("sum", lax_reduce.reduce_sum, accumulated(x, dtype), axis, keepdims, out)
 
 
-def prod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
+def prod(x, /, axis=None, dtype=None, out=None, keepdims: bool = False) -> Array:
     """Product over ``axis``, with the dtype rules of :func:`sum`; its gradient is exact when entries are zero.
 
     Example::
@@ -92,24 +103,11 @@ def prod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
         >>> fnp.prod(fnp.asarray([1., 2., 3.])).tolist()
         6.0
     """
-    return _reduce("prod", lax_reduce.reduce_prod, accumulated(x, dtype), axis, keepdims)
+    return _reduce("prod", lax_reduce.reduce_prod, accumulated(x, dtype), axis, keepdims, out)
 
 
 # --------------------------------------------------------------------------------------------- max, min, ptp
-def _extremum(op, reduce_fn, combine, x, axis, keepdims, initial):
-    x = asarray_like(x)
-    axes = _axes(op, axis, len(x.shape))
-    empty = [a for a in axes if x.shape[a] == 0]
-    if initial is None and empty:
-        raise ValueError(f"{op}: zero-size reduction over axis {empty[0]} of {short(x)}: {op} has no identity "
-                         f"(pass initial=)")
-    out = reduce_fn(x, axes)
-    if initial is not None:
-        out = combine(out, _scalar(initial, out.dtype))
-    return keep_reduced_dims(x, out, axes, keepdims)
-
-
-def max(x, /, *, axis=None, keepdims: bool = False, initial=None) -> Array:
+def max(x, /, axis=None, out=None, keepdims: bool = False, *, initial=None) -> Array:
     """Maximum over ``axis`` (NaN propagates); an empty reduction needs ``initial``, else ValueError.
 
     The gradient is split evenly between tied maxima.
@@ -119,10 +117,10 @@ def max(x, /, *, axis=None, keepdims: bool = False, initial=None) -> Array:
         >>> fnp.max(fnp.asarray([[1., 5.], [7., 2.]]), axis=1).tolist()
         [5.0, 7.0]
     """
-    return _extremum("max", lax_reduce.reduce_max, lax.max, x, axis, keepdims, initial)
+    return _reduce("max", lax_reduce.reduce_max, asarray_like(x), axis, keepdims, out, lax.max, initial)
 
 
-def min(x, /, *, axis=None, keepdims: bool = False, initial=None) -> Array:
+def min(x, /, axis=None, out=None, keepdims: bool = False, *, initial=None) -> Array:
     """Minimum over ``axis`` (NaN propagates); an empty reduction needs ``initial``, else ValueError.
 
     Example::
@@ -130,13 +128,13 @@ def min(x, /, *, axis=None, keepdims: bool = False, initial=None) -> Array:
         >>> fnp.min(fnp.asarray([[1., 5.], [7., 2.]]), axis=0).tolist()
         [1.0, 2.0]
     """
-    return _extremum("min", lax_reduce.reduce_min, lax.min, x, axis, keepdims, initial)
+    return _reduce("min", lax_reduce.reduce_min, asarray_like(x), axis, keepdims, out, lax.min, initial)
 
 
 amax, amin = max, min
 
 
-def ptp(x, /, *, axis=None, keepdims: bool = False) -> Array:
+def ptp(x, /, axis=None, out=None, keepdims: bool = False) -> Array:
     """Range ``max - min`` over ``axis`` ("peak to peak").
 
     Example::
@@ -147,13 +145,34 @@ def ptp(x, /, *, axis=None, keepdims: bool = False) -> Array:
     x = asarray_like(x)
     if x.dtype == dtypes.bool_:
         raise TypeError(f"ptp: boolean arrays are not supported, got {short(x)}")
-    hi = _extremum("ptp", lax_reduce.reduce_max, None, x, axis, keepdims, None)
-    lo = _extremum("ptp", lax_reduce.reduce_min, None, x, axis, keepdims, None)
+    hi, lo = (_reduce("ptp", fn, x, axis, keepdims, out, c) for fn, c in ((lax_reduce.reduce_max, lax.max),
+                                                                         (lax_reduce.reduce_min, lax.min)))
     return lax.sub(hi, lo)
 
 
 # -------------------------------------------------------------------------------------------- mean, var, std
-def mean(x, /, *, axis=None, keepdims: bool = False, dtype=None) -> Array:
+def _as_float(x, dtype):
+    """``x`` as an array of ``dtype`` if given, then of a float dtype if it is not one."""
+    x = asarray_like(x)
+    return to_float(x if dtype is None else _cast(x, dtypes.canonicalize(dtype)))
+
+
+def _averaged(op, x, axis, keepdims, out, dtype, squares=False, correction=0):
+    """The mean over ``axis`` of ``x`` (in ``dtype``, else a float one), or with ``squares`` that of its squared
+    deviations, divided by ``N - correction``; float16 and bfloat16 accumulate in float32."""
+    no_out(op, out)
+    x = _as_float(x, dtype)
+    axes = _axes(op, axis, len(x.shape))
+    wide = _cast(x, dtypes.float32) if dtypes.is_float(x.dtype) and x.dtype.itemsize < 4 else x
+    if squares:
+        wide = lax.sub(wide, mean(wide, axes, keepdims=True))
+        wide = lax.mul(wide, wide)
+    n = builtins.max(_count(x, axes) - correction, 0)
+    total = lax.div(lax_reduce.reduce_sum(wide, axes), _scalar(float(n), wide.dtype))
+    return keep_reduced_dims(x, _cast(total, x.dtype), axes, keepdims)
+
+
+def mean(x, /, axis=None, dtype=None, out=None, keepdims: bool = False) -> Array:
     """Arithmetic mean over ``axis``; integer and bool inputs give float32 (the mean of nothing is NaN).
 
     Example::
@@ -161,28 +180,16 @@ def mean(x, /, *, axis=None, keepdims: bool = False, dtype=None) -> Array:
         >>> fnp.mean(fnp.asarray([1, 2, 4])).tolist()
         2.3333332538604736
     """
-    x = asarray_like(x)
-    x = to_float(x if dtype is None else _cast(x, dtypes.canonicalize(dtype)))
-    axes = _axes("mean", axis, len(x.shape))
-    wide = _widened(x)
-    total = lax.div(lax_reduce.reduce_sum(wide, axes), _scalar(float(_count(x, axes)), wide.dtype))
-    return keep_reduced_dims(x, _cast(total, x.dtype), axes, keepdims)
-
-
-def _widened(x):
-    """``x`` in float32 if it is a narrower float (float16, bfloat16): means and variances accumulate there."""
-    return _cast(x, dtypes.float32) if dtypes.is_float(x.dtype) and x.dtype.itemsize < 4 else x
+    return _averaged("mean", x, axis, keepdims, out, dtype)
 
 
 def _correction(op, correction, ddof):
-    if ddof is None:
-        return correction
-    if correction != 0:
+    if correction and ddof:
         raise ValueError(f"{op}: pass either correction= (array API) or ddof= (numpy), not both")
-    return ddof
+    return ddof or correction
 
 
-def var(x, /, *, axis=None, correction: float = 0.0, keepdims: bool = False, ddof=None) -> Array:
+def var(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *, correction: float = 0.0) -> Array:
     """Variance over ``axis``, dividing by ``N - correction`` (numpy's ``ddof`` is accepted as well).
 
     Example::
@@ -190,17 +197,10 @@ def var(x, /, *, axis=None, correction: float = 0.0, keepdims: bool = False, ddo
         >>> fnp.var(fnp.asarray([1., 2., 3., 4.]), correction=1).tolist()
         1.6666666269302368
     """
-    correction = _correction("var", correction, ddof)
-    x = to_float(x)
-    axes = _axes("var", axis, len(x.shape))
-    wide = _widened(x)
-    centred = lax.sub(wide, mean(wide, axis=axes, keepdims=True))
-    squares = lax_reduce.reduce_sum(lax.mul(centred, centred), axes)
-    dof = builtins.max(_count(x, axes) - correction, 0)
-    return keep_reduced_dims(x, _cast(lax.div(squares, _scalar(float(dof), wide.dtype)), x.dtype), axes, keepdims)
+    return _averaged("var", x, axis, keepdims, out, dtype, True, _correction("var", correction, ddof))
 
 
-def std(x, /, *, axis=None, correction: float = 0.0, keepdims: bool = False, ddof=None) -> Array:
+def std(x, /, axis=None, dtype=None, out=None, ddof=0, keepdims: bool = False, *, correction: float = 0.0) -> Array:
     """Standard deviation over ``axis``: ``sqrt(var(x, correction=...))`` (``ddof`` accepted too).
 
     Example::
@@ -208,28 +208,26 @@ def std(x, /, *, axis=None, correction: float = 0.0, keepdims: bool = False, ddo
         >>> fnp.std(fnp.asarray([1., 3.])).tolist()
         1.0
     """
-    return lax.sqrt(var(x, axis=axis, correction=_correction("std", correction, ddof), keepdims=keepdims))
+    return lax.sqrt(var(x, axis, dtype, out, _correction("std", correction, ddof), keepdims))
 
 
 # ---------------------------------------------------------------------------------------------- argmax, argmin
-def _arg(op, fn, x, axis, keepdims):
+def _arg(op, fn, x, axis, keepdims, out):
+    no_out(op, out)
     x = asarray_like(x)
     nd = len(x.shape)
-    if axis is None or nd == 0:
-        if nd == 0:
-            _check_0d_axis(op, axis)
-        flat = lax_shape.reshape(x, (_size(x.shape),))
-        if flat.shape[0] == 0:
-            raise ValueError(f"{op}: attempt to get {op} of an empty sequence ({short(x)})")
-        out = fn(flat, 0, dtypes.DEFAULT_INT)
-        return lax_shape.reshape(out, (1,) * nd) if keepdims else out
-    ax = canonical_axis(axis, nd, op)
-    if x.shape[ax] == 0:
-        raise ValueError(f"{op}: attempt to get {op} of an empty sequence (axis {ax} of {short(x)})")
-    return keep_reduced_dims(x, fn(x, ax, dtypes.DEFAULT_INT), (ax,), keepdims)
+    if nd == 0:
+        _check_0d_axis(op, axis)
+    flat = axis is None or nd == 0
+    y, ax = flat_axis(x, None if flat else axis, op)
+    if y.shape[ax] == 0:
+        where = short(x) if flat else f"axis {ax} of {short(x)}"
+        raise ValueError(f"{op}: attempt to get {op} of an empty sequence ({where})")
+    res = fn(y, ax, dtypes.DEFAULT_INT)
+    return lax_shape.reshape(res, (1,) * nd) if flat and keepdims else keep_reduced_dims(x, res, (ax,), keepdims)
 
 
-def argmax(x, /, *, axis=None, keepdims: bool = False) -> Array:
+def argmax(x, /, axis=None, out=None, keepdims: bool = False) -> Array:
     """Index (int64) of the first maximum along ``axis``, of the flattened array if ``axis`` is None; NaN counts
     as the maximum, as in numpy.
 
@@ -238,10 +236,10 @@ def argmax(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.argmax(fnp.asarray([[1., 9.], [8., 2.]]), axis=1).tolist()
         [1, 0]
     """
-    return _arg("argmax", lax_reduce.argmax, x, axis, keepdims)
+    return _arg("argmax", lax_reduce.argmax, x, axis, keepdims, out)
 
 
-def argmin(x, /, *, axis=None, keepdims: bool = False) -> Array:
+def argmin(x, /, axis=None, out=None, keepdims: bool = False) -> Array:
     """Index (int64) of the first minimum along ``axis``, of the flattened array if ``axis`` is None; NaN counts
     as the minimum, as in numpy.
 
@@ -250,11 +248,11 @@ def argmin(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.argmin(fnp.asarray([3., 1., 1.])).tolist()
         1
     """
-    return _arg("argmin", lax_reduce.argmin, x, axis, keepdims)
+    return _arg("argmin", lax_reduce.argmin, x, axis, keepdims, out)
 
 
 # ------------------------------------------------------------------------------------------------- any, all
-def any(x, /, *, axis=None, keepdims: bool = False) -> Array:
+def any(x, /, axis=None, out=None, keepdims: bool = False) -> Array:
     """Whether any element along ``axis`` is nonzero (False for an empty reduction).
 
     Example::
@@ -262,10 +260,10 @@ def any(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.any(fnp.asarray([0, 2])).tolist()
         True
     """
-    return _reduce("any", lax_reduce.reduce_or, to_bool(x), axis, keepdims)
+    return _reduce("any", lax_reduce.reduce_or, to_bool(x), axis, keepdims, out)
 
 
-def all(x, /, *, axis=None, keepdims: bool = False) -> Array:
+def all(x, /, axis=None, out=None, keepdims: bool = False) -> Array:
     """Whether all elements along ``axis`` are nonzero (True for an empty reduction).
 
     Example::
@@ -273,10 +271,10 @@ def all(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.all(fnp.asarray([1., 0.])).tolist()
         False
     """
-    return _reduce("all", lax_reduce.reduce_and, to_bool(x), axis, keepdims)
+    return _reduce("all", lax_reduce.reduce_and, to_bool(x), axis, keepdims, out)
 
 
-def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> Array:
+def count_nonzero(x, /, axis=None, keepdims: bool = False) -> Array:
     """Number of nonzero elements along ``axis`` (int64).
 
     Example::
@@ -288,7 +286,7 @@ def count_nonzero(x, /, *, axis=None, keepdims: bool = False) -> Array:
 
 
 # ---------------------------------------------------------------------------------------------------- average
-def average(a, /, axis=None, weights=None, returned: bool = False, *, keepdims: bool = False):
+def average(a, /, axis=None, weights=None, returned: bool = False, keepdims: bool = False):
     """Weighted mean over ``axis``; ``weights`` has ``a``'s shape or is 1-D along an int ``axis``. With
     ``returned``, also gives the sum of the weights (broadcast to the result's shape). Unlike numpy, weights
     that sum to zero give NaN/inf instead of raising (the check would need concrete values).
@@ -318,13 +316,13 @@ def average(a, /, axis=None, weights=None, returned: bool = False, *, keepdims: 
 
 
 # ------------------------------------------------------------------------------------------ nan-ignoring forms
-def _fill_nan(x, value):
+def fill_nan(x, value):
     """``x`` (as an array) with NaN replaced by ``value`` (non-float arrays as they are)."""
     x = asarray_like(x)
     return lax.select(isnan(x), lax_shape.full(x.shape, value, x.dtype), x) if dtypes.is_float(x.dtype) else x
 
 
-def nansum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
+def nansum(x, /, axis=None, dtype=None, out=None, keepdims: bool = False) -> Array:
     """:func:`sum` treating NaN as zero.
 
     Example::
@@ -332,15 +330,15 @@ def nansum(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
         >>> fnp.nansum(fnp.asarray([1., fnp.nan, 2.])).tolist()
         3.0
     """
-    return sum(_fill_nan(x, 0), axis=axis, dtype=dtype, keepdims=keepdims)
+    return sum(fill_nan(x, 0), axis, dtype, out, keepdims)
 
 
-def nanprod(x, /, *, axis=None, dtype=None, keepdims: bool = False) -> Array:
+def nanprod(x, /, axis=None, dtype=None, out=None, keepdims: bool = False) -> Array:
     """:func:`prod` treating NaN as one: ``fnp.nanprod(fnp.asarray([2., fnp.nan, 3.])) == 6``."""
-    return prod(_fill_nan(x, 1), axis=axis, dtype=dtype, keepdims=keepdims)
+    return prod(fill_nan(x, 1), axis, dtype, out, keepdims)
 
 
-def nanmean(x, /, *, axis=None, keepdims: bool = False) -> Array:
+def nanmean(x, /, axis=None, dtype=None, out=None, keepdims: bool = False) -> Array:
     """:func:`mean` of the non-NaN elements (NaN where there are none).
 
     Example::
@@ -348,22 +346,20 @@ def nanmean(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.nanmean(fnp.asarray([1., fnp.nan, 3.])).tolist()
         2.0
     """
-    x = to_float(x)
-    total = nansum(x, axis=axis, keepdims=keepdims)
-    count = sum(lax.not_(isnan(x)), axis=axis, keepdims=keepdims)
-    return lax.div(total, lax.convert_element_type(count, x.dtype))
+    x = _as_float(x, dtype)
+    count = sum(lax.not_(isnan(x)), axis, keepdims=keepdims)
+    return lax.div(nansum(x, axis, None, out, keepdims), lax.convert_element_type(count, x.dtype))
 
 
-def _nan_extremum(op, reduce_fn, fill, x, axis, keepdims):
+def _nan_extremum(op, reduce_fn, combine, fill, x, axis, out, keepdims):
     x = asarray_like(x)
     if not dtypes.is_float(x.dtype):
-        return _extremum(op, reduce_fn, None, x, axis, keepdims, None)
-    out = _extremum(op, reduce_fn, None, _fill_nan(x, fill), axis, keepdims, None)
-    all_nan = all(isnan(x), axis=axis, keepdims=keepdims)
-    return lax.select(all_nan, lax_shape.full(out.shape, float("nan"), out.dtype), out)
+        return _reduce(op, reduce_fn, x, axis, keepdims, out, combine)
+    res = _reduce(op, reduce_fn, fill_nan(x, fill), axis, keepdims, out, combine)
+    return lax.select(all(isnan(x), axis, keepdims=keepdims), lax_shape.full(res.shape, float("nan"), res.dtype), res)
 
 
-def nanmax(x, /, *, axis=None, keepdims: bool = False) -> Array:
+def nanmax(x, /, axis=None, out=None, keepdims: bool = False) -> Array:
     """:func:`max` ignoring NaN (NaN where every element is NaN).
 
     Example::
@@ -371,10 +367,10 @@ def nanmax(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.nanmax(fnp.asarray([1., fnp.nan, 3.])).tolist()
         3.0
     """
-    return _nan_extremum("nanmax", lax_reduce.reduce_max, float("-inf"), x, axis, keepdims)
+    return _nan_extremum("nanmax", lax_reduce.reduce_max, lax.max, float("-inf"), x, axis, out, keepdims)
 
 
-def nanmin(x, /, *, axis=None, keepdims: bool = False) -> Array:
+def nanmin(x, /, axis=None, out=None, keepdims: bool = False) -> Array:
     """:func:`min` ignoring NaN (NaN where every element is NaN).
 
     Example::
@@ -382,7 +378,7 @@ def nanmin(x, /, *, axis=None, keepdims: bool = False) -> Array:
         >>> fnp.nanmin(fnp.asarray([1., fnp.nan, 3.])).tolist()
         1.0
     """
-    return _nan_extremum("nanmin", lax_reduce.reduce_min, float("inf"), x, axis, keepdims)
+    return _nan_extremum("nanmin", lax_reduce.reduce_min, lax.min, float("inf"), x, axis, out, keepdims)
 
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "ptp", "mean", "var", "std", "argmax", "argmin", "any",

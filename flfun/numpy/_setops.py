@@ -78,7 +78,7 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False, return_
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def isin(element, test_elements, invert: bool = False, *, assume_unique: bool = False):
+def isin(element, test_elements, assume_unique: bool = False, invert: bool = False):
     """True where an element of ``element`` is in ``test_elements`` (every pair is compared).
 
     Example::
@@ -94,7 +94,7 @@ def isin(element, test_elements, invert: bool = False, *, assume_unique: bool = 
 def union1d(ar1, ar2, *, size: int | None = None, fill_value=None):
     """Sorted distinct values in either array: ``fnp.union1d(x, y)``."""
     a, b = promote("union1d", ar1, ar2)
-    return unique(concatenate([reshape(a, (-1,)), reshape(b, (-1,))]), size=size, fill_value=fill_value)
+    return unique(concatenate([a, b], axis=None), size=size, fill_value=fill_value)
 
 
 def intersect1d(ar1, ar2, assume_unique: bool = False, return_indices: bool = False, *, size: int | None = None,

@@ -16,7 +16,7 @@ from flfun.numpy._shaping import moveaxis, reshape
 from flfun.numpy._sorting import argsort, searchsorted
 from flfun.numpy._take import take
 from flfun.numpy.linalg import cross as _cross3
-from flfun.numpy.promotion import asarray_like, promote, to_float
+from flfun.numpy.promotion import promote, to_float
 from flfun.primitives.linalg import conv_general_dilated
 from flfun.util import canonical_axis
 
@@ -172,9 +172,8 @@ def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of the flattened array, with ``to_begin``/``to_end`` attached: ``fnp.ediff1d([1, 4, 6])``."""
     d = diff(reshape(as_array(ary), (-1,)))
-    parts = [reshape(as_array(t).astype(d.dtype), (-1,)) for t in (to_begin,) if t is not None] + [d]
-    parts += [reshape(as_array(t).astype(d.dtype), (-1,)) for t in (to_end,) if t is not None]
-    return concatenate(parts)
+    begin, end = (d[:0] if t is None else reshape(as_array(t).astype(d.dtype), (-1,)) for t in (to_begin, to_end))
+    return concatenate([begin, d, end])
 
 
 def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None):
@@ -197,43 +196,38 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | N
     return moveaxis(_cross3(*pad), -1, axisc)
 
 
-def _window(M: int, op: str):
+def _window(M: int, op: str, shape):
+    """``shape(t)`` at ``t = 2 pi n / (M - 1)`` for the ``M`` points ``n`` (ones for ``M <= 1``)."""
     if not isinstance(M, (int, np.integer)):
         raise TypeError(f"{op}: M must be an int, got {M!r}")
-    return arange(M).astype(dtypes.DEFAULT_FLOAT) * (2 * np.pi / (M - 1)) if M > 1 else None
+    return shape(arange(M).astype(dtypes.DEFAULT_FLOAT) * (2 * np.pi / (M - 1))) if M > 1 else ones(max(M, 0))
 
 
 def hanning(M: int):
     """The Hann window of ``M`` points: ``0.5 - 0.5 cos(2 pi n / (M - 1))``."""
-    t = _window(M, "hanning")
-    return ones(max(M, 0)) if t is None else 0.5 - 0.5 * cos(t)
+    return _window(M, "hanning", lambda t: 0.5 - 0.5 * cos(t))
 
 
 def hamming(M: int):
     """The Hamming window of ``M`` points: ``0.54 - 0.46 cos(2 pi n / (M - 1))``."""
-    t = _window(M, "hamming")
-    return ones(max(M, 0)) if t is None else 0.54 - 0.46 * cos(t)
+    return _window(M, "hamming", lambda t: 0.54 - 0.46 * cos(t))
 
 
 def blackman(M: int):
     """The Blackman window of ``M`` points."""
-    t = _window(M, "blackman")
-    return ones(max(M, 0)) if t is None else 0.42 - 0.5 * cos(t) + 0.08 * cos(2 * t)
+    return _window(M, "blackman", lambda t: 0.42 - 0.5 * cos(t) + 0.08 * cos(2 * t))
 
 
 def bartlett(M: int):
     """The Bartlett (triangular) window of ``M`` points."""
-    t = _window(M, "bartlett")
-    return ones(max(M, 0)) if t is None else 1 - abs(t / np.pi - 1)
+    return _window(M, "bartlett", lambda t: 1 - abs(t / np.pi - 1))
 
 
 def kaiser(M: int, beta):
     """The Kaiser window of ``M`` points with shape ``beta``: ``i0(beta sqrt(1 - (2n/(M-1) - 1)^2)) / i0(beta)``."""
-    t = _window(M, "kaiser")
-    if t is None:
-        return ones(max(M, 0))
-    beta = to_float(beta)
-    t = t.astype(beta.dtype) if beta.dtype.itemsize > t.dtype.itemsize else t
-    beta = beta.astype(t.dtype)
-    r = t / np.pi - 1
-    return i0(beta * sqrt(where(1 - r * r > 0, 1 - r * r, 0.0))) / i0(beta)
+    def shape(t):
+        b = to_float(beta)
+        t = t.astype(b.dtype) if b.dtype.itemsize > t.dtype.itemsize else t
+        b, r = b.astype(t.dtype), t / np.pi - 1
+        return i0(b * sqrt(where(1 - r * r > 0, 1 - r * r, 0.0))) / i0(b)
+    return _window(M, "kaiser", shape)

@@ -33,7 +33,7 @@ def _argsort(x, axis: int, descending: bool):
     return lax.sort((x, lax.iota(dtypes.int64, x.shape, axis)), axis)[1]
 
 
-def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+def sort(x, /, axis: int = -1, *, descending: bool = False, stable: bool = True) -> Array:
     """A sorted copy of ``x`` along ``axis`` (the sort is always stable; NaNs go last, or first if descending).
 
     Example::
@@ -47,7 +47,7 @@ def sort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True)
     return lax.sort(x, axis)
 
 
-def argsort(x, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+def argsort(x, /, axis: int = -1, *, descending: bool = False, stable: bool = True) -> Array:
     """int64 indices that sort ``x`` along ``axis``; equal elements keep their original order, also when
     ``descending`` (the sort is always stable).
 
@@ -114,7 +114,7 @@ def argpartition(a, kth, axis: int = -1) -> Array:
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition"]
 
 
-def searchsorted(x1, x2, /, *, side: str = "left", sorter=None) -> Array:
+def searchsorted(x1, x2, /, side: str = "left", sorter=None) -> Array:
     """int64 indices where inserting the elements of ``x2`` keeps the sorted 1-d ``x1`` sorted: the first such
     place (``side='left'``) or the last (``'right'``); NaN sorts last. Every pair is compared, so it works under
     every transform, at ``len(x1) * x2.size`` work.

@@ -8,13 +8,13 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Tracer, short
-from flfun.numpy._asarray import as_array, concrete
-from flfun.numpy._creation import linspace, zeros
+from flfun.numpy._asarray import as_array, concrete, no_out
+from flfun.numpy._creation import linspace, ones, zeros
 from flfun.numpy._cumulative import cumprod, cumsum
 from flfun.numpy._elementwise import ceil, floor, isnan, logical_not, round, sqrt, where
 from flfun.numpy._joining import concatenate, diff, stack
 from flfun.numpy._linalg import diagonal, matmul
-from flfun.numpy._reductions import any, argmax, argmin, all as all_, max, mean, min, nanmean, sum
+from flfun.numpy._reductions import any, argmax, argmin, all as all_, fill_nan, max, min, nanmean, sum
 from flfun.numpy._shaping import expand_dims, moveaxis, reshape
 from flfun.numpy._sorting import searchsorted, sort
 from flfun.numpy._take import take_along_axis
@@ -28,7 +28,8 @@ __all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "
 _METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
 
 
-def _quantile(op: str, a, q, axis, method: str, keepdims: bool, nan_aware: bool, scale: float = 1.0):
+def _quantile(op: str, a, q, axis, out, method: str, keepdims: bool, nan_aware: bool, scale: float = 1.0):
+    no_out(op, out)
     if method not in _METHODS:
         raise ValueError(f"{op}: method must be one of {_METHODS}, got {method!r}")
     a = to_float(a)
@@ -60,7 +61,8 @@ def _quantile(op: str, a, q, axis, method: str, keepdims: bool, nan_aware: bool,
     return out
 
 
-def quantile(a, q, axis=None, *, method: str = "linear", keepdims: bool = False):
+def quantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
+             keepdims: bool = False):
     """The ``q``-th quantiles (``q`` in [0, 1], any shape: it leads the result's shape) over ``axis`` (None, an
     int or a tuple), interpolated by ``method`` as numpy does; NaN where the slice holds a NaN.
 
@@ -69,120 +71,113 @@ def quantile(a, q, axis=None, *, method: str = "linear", keepdims: bool = False)
         >>> fnp.quantile(fnp.asarray([1.0, 2.0, 3.0, 4.0]), 0.5).tolist()
         2.5
     """
-    return _quantile("quantile", a, q, axis, method, keepdims, False)
+    return _quantile("quantile", a, q, axis, out, method, keepdims, False)
 
 
-def percentile(a, q, axis=None, *, method: str = "linear", keepdims: bool = False):
+def percentile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
+               keepdims: bool = False):
     """:func:`quantile` with ``q`` in percent: ``fnp.percentile(x, 50) == fnp.median(x)``."""
-    return _quantile("percentile", a, q, axis, method, keepdims, False, 100.0)
+    return _quantile("percentile", a, q, axis, out, method, keepdims, False, 100.0)
 
 
-def median(a, axis=None, *, keepdims: bool = False):
+def median(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
     """The median over ``axis`` (the mean of the two middle values for an even count): ``fnp.median(x)``."""
-    return _quantile("median", a, 0.5, axis, "linear", keepdims, False)
+    return _quantile("median", a, 0.5, axis, out, "linear", keepdims, False)
 
 
-def nanquantile(a, q, axis=None, *, method: str = "linear", keepdims: bool = False):
+def nanquantile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
+                keepdims: bool = False):
     """:func:`quantile` of the non-NaN elements (NaN for an all-NaN slice)."""
-    return _quantile("nanquantile", a, q, axis, method, keepdims, True)
+    return _quantile("nanquantile", a, q, axis, out, method, keepdims, True)
 
 
-def nanpercentile(a, q, axis=None, *, method: str = "linear", keepdims: bool = False):
+def nanpercentile(a, q, axis=None, out=None, overwrite_input: bool = False, method: str = "linear",
+                  keepdims: bool = False):
     """:func:`percentile` of the non-NaN elements."""
-    return _quantile("nanpercentile", a, q, axis, method, keepdims, True, 100.0)
+    return _quantile("nanpercentile", a, q, axis, out, method, keepdims, True, 100.0)
 
 
-def nanmedian(a, axis=None, *, keepdims: bool = False):
+def nanmedian(a, axis=None, out=None, overwrite_input: bool = False, keepdims: bool = False):
     """:func:`median` of the non-NaN elements: ``fnp.nanmedian(fnp.asarray([1.0, fnp.nan, 3.0])) == 2.0``."""
-    return _quantile("nanmedian", a, 0.5, axis, "linear", keepdims, True)
+    return _quantile("nanmedian", a, 0.5, axis, out, "linear", keepdims, True)
 
 
-def nanvar(a, axis=None, *, ddof: int = 0, keepdims: bool = False):
+def nanvar(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False):
     """Variance of the non-NaN elements, dividing by ``count - ddof``: ``fnp.nanvar(x, ddof=1)``."""
-    a = to_float(a)
+    no_out("nanvar", out)
+    a = to_float(a if dtype is None else as_array(a).astype(dtype))
     ok = logical_not(isnan(a))
     dev = where(ok, a - nanmean(a, axis=axis, keepdims=True), 0.0)
     count = sum(ok, axis=axis, keepdims=keepdims).astype(a.dtype)
     return sum(dev * dev, axis=axis, keepdims=keepdims) / where(count > ddof, count - ddof, 0.0)
 
 
-def nanstd(a, axis=None, *, ddof: int = 0, keepdims: bool = False):
+def nanstd(a, axis=None, dtype=None, out=None, ddof: int = 0, keepdims: bool = False):
     """Standard deviation of the non-NaN elements: ``sqrt(nanvar(...))``."""
-    return sqrt(nanvar(a, axis, ddof=ddof, keepdims=keepdims))
+    return sqrt(nanvar(a, axis, dtype, out, ddof, keepdims))
 
 
-def _nanarg(fn, fill, a, axis, keepdims):
+def _nanarg(fn, fill, a, axis, out, keepdims):
+    no_out("nan" + fn.__name__, out)
     a = asarray_like(a)
-    if not dtypes.is_float(a.dtype):
-        return fn(a, axis=axis, keepdims=keepdims)
-    nan = isnan(a)
-    return where(all_(nan, axis=axis, keepdims=keepdims), -1, fn(where(nan, fill, a), axis=axis, keepdims=keepdims))
+    res = fn(fill_nan(a, fill), axis, keepdims=keepdims)
+    return where(all_(isnan(a), axis, keepdims=keepdims), -1, res) if dtypes.is_float(a.dtype) else res
 
 
-def nanargmax(a, axis=None, *, keepdims: bool = False):
+def nanargmax(a, axis=None, out=None, keepdims: bool = False):
     """:func:`argmax` ignoring NaN; -1 for an all-NaN slice (as JAX; numpy raises)."""
-    return _nanarg(argmax, -np.inf, a, axis, keepdims)
+    return _nanarg(argmax, -np.inf, a, axis, out, keepdims)
 
 
-def nanargmin(a, axis=None, *, keepdims: bool = False):
+def nanargmin(a, axis=None, out=None, keepdims: bool = False):
     """:func:`argmin` ignoring NaN; -1 for an all-NaN slice (as JAX; numpy raises)."""
-    return _nanarg(argmin, np.inf, a, axis, keepdims)
+    return _nanarg(argmin, np.inf, a, axis, out, keepdims)
 
 
-def nancumsum(a, axis=None, dtype=None):
+def nancumsum(a, axis=None, dtype=None, out=None):
     """:func:`cumsum` treating NaN as zero: ``fnp.nancumsum(fnp.asarray([1.0, fnp.nan, 2.0])) -> [1, 1, 3]``."""
-    a = asarray_like(a)
-    return cumsum(where(isnan(a), 0, a) if dtypes.is_float(a.dtype) else a, axis=axis, dtype=dtype)
+    return cumsum(fill_nan(a, 0), axis, dtype, out)
 
 
-def nancumprod(a, axis=None, dtype=None):
+def nancumprod(a, axis=None, dtype=None, out=None):
     """:func:`cumprod` treating NaN as one."""
-    a = asarray_like(a)
-    return cumprod(where(isnan(a), 1, a) if dtypes.is_float(a.dtype) else a, axis=axis, dtype=dtype)
+    return cumprod(fill_nan(a, 1), axis, dtype, out)
 
 
-def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=None, aweights=None):
+def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=None, aweights=None, dtype=None):
     """Covariance matrix of the variables in the rows of ``m`` (columns with ``rowvar=False``), with numpy's
-    ``y``, ``bias``, ``ddof``, ``fweights`` and ``aweights``; a single variable gives a 0-d result.
+    ``y``, ``bias``, ``ddof``, ``fweights`` and ``aweights``, computed in ``dtype`` if given; a single variable
+    gives a 0-d result.
 
     Example::
 
         >>> fnp.cov(fnp.asarray([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]])).tolist()
         [[1.0, -1.0], [-1.0, 1.0]]
     """
-    x = to_float(m)
+    x = to_float(m if dtype is None else as_array(m).astype(dtype))
     if x.ndim > 2:
         raise ValueError(f"cov: m must be at most 2-d, got {short(x)}")
-    x = reshape(x, (1, -1)) if x.ndim < 2 else (x if rowvar else x.T)
-    if y is not None:
-        yy = to_float(y)
-        yy = reshape(yy, (1, -1)) if yy.ndim < 2 else (yy if rowvar else yy.T)
-        x = concatenate(promote("cov", x, yy), axis=0)
-    w = None
+    def rows(v):
+        return reshape(v, (1, -1)) if v.ndim < 2 else (v if rowvar else v.T)
+    x = rows(x) if y is None else concatenate(promote("cov", rows(x), rows(to_float(y))), axis=0)
+    w = ones(x.shape[1], x.dtype)
     for weights, name in ((fweights, "fweights"), (aweights, "aweights")):
         if weights is not None:
             weights = as_array(weights)
             if weights.shape != (x.shape[1],):
                 raise ValueError(f"cov: {name} must have shape ({x.shape[1]},), got {short(weights)}")
-            w = weights.astype(x.dtype) if w is None else w * weights
+            w = w * weights
     ddof = (0 if bias else 1) if ddof is None else ddof
-    if w is None:
-        w_sum, avg = float(x.shape[1]), mean(x, axis=1, keepdims=True)
-        fact = w_sum - ddof
-        xc = x - avg
-        c = matmul(xc, xc.T) / fact
-    else:
-        w_sum = sum(w)
-        avg = sum(x * w, axis=1, keepdims=True) / w_sum
-        fact = w_sum - ddof if aweights is None else w_sum - ddof * sum(w * as_array(aweights)) / w_sum
-        xc = x - avg
-        c = matmul(xc * w, xc.T) / fact
+    w_sum = sum(w)
+    fact = w_sum - ddof if aweights is None else w_sum - ddof * sum(w * as_array(aweights)) / w_sum
+    xc = x - sum(x * w, axis=1, keepdims=True) / w_sum
+    c = matmul(xc * w, xc.T) / fact
     return reshape(c, ()) if c.shape == (1, 1) else c
 
 
-def corrcoef(x, y=None, rowvar: bool = True):
+def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
     """Pearson correlation coefficients (``cov`` normalised by the standard deviations, clipped to [-1, 1])."""
-    c = cov(x, y, rowvar)
+    c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return c / c
     d = sqrt(diagonal(c))
@@ -244,8 +239,7 @@ def _edges(op: str, a, bins, range):
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """The edges :func:`histogram` uses: ``bins + 1`` evenly spaced over ``range`` (default: the data's)."""
-    a = to_float(a)
-    return _edges("histogram_bin_edges", reshape(a, (-1,)), bins, range)
+    return _edges("histogram_bin_edges", reshape(to_float(a), (-1,)), bins, range)
 
 
 def _bin_index(x, edges):

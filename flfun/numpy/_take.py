@@ -6,12 +6,11 @@ import numpy as np
 from flfun import dtypes
 from flfun.array import Array
 from flfun.core import Tracer, short
-from flfun.numpy._asarray import as_array, asarray, concrete, flat_axis
-from flfun.numpy._indexing import MODES, check_host_indices, getitem, index_array
+from flfun.numpy._asarray import as_array, asarray, concrete, flat_axis, no_out
+from flfun.numpy._indexing import MODES, broadcast_values, check_host_indices, getitem, index_array
 from flfun.primitives import elementwise as E, shape as S
 from flfun.primitives.rules import broadcast_to_shape
 from flfun.primitives.indexing import gather, scatter
-from flfun.util import canonical_axis
 
 __all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere", "flatnonzero", "compress"]
 
@@ -30,26 +29,26 @@ def _prepare_take(indices, n: int, mode, op: str):
         raise IndexError(f"{op}: indices must be integers, got dtype {a.dtype}")
     if n == 0 and a.size:
         raise IndexError(f"{op}: cannot take from an empty axis with mode={mode!r}")
-    if not isinstance(a, Tracer):
-        return (np.mod(a, n) if mode == "wrap" else np.clip(a, 0, n - 1)), "promise_in_bounds"
-    a = a if a.dtype == dtypes.int64 else E.convert_element_type(a, dtypes.int64)   # n may not fit a's dtype
+    a = as_array(a.astype(np.int64))      # host or traced; n may not fit a's dtype
     lo, nn, hi = (S.full((), v, dtypes.int64) for v in (0, n, n - 1))
-    wrapped = E.rem(E.add(E.rem(a, nn), nn), nn) if mode == "wrap" else E.clamp(lo, a, hi)
-    return wrapped, "promise_in_bounds"
+    return (E.rem(E.add(E.rem(a, nn), nn), nn) if mode == "wrap" else E.clamp(lo, a, hi)), "promise_in_bounds"
 
 
-def take(x, indices, /, *, axis: int | None = None, mode: str | None = None, fill_value=None) -> Array:
+def take(x, indices, /, axis: int | None = None, out=None, mode: str | None = None, unique_indices: bool = False,
+         indices_are_sorted: bool = False, fill_value=None) -> Array:
     """Elements of ``x`` at ``indices`` along ``axis`` (the flattened ``x`` when ``axis`` is None).
 
     Negative indices count from the end. ``mode``: None / ``"raise"`` (out-of-range concrete indices raise
     ``IndexError``; traced ones are clamped), ``"wrap"``, ``"clip"`` (numpy's: negative indices clip to 0),
-    ``"fill"`` (with ``fill_value``) or ``"promise_in_bounds"``.
+    ``"fill"`` (with ``fill_value``) or ``"promise_in_bounds"``. ``unique_indices`` and ``indices_are_sorted`` are
+    jax.numpy's hints; they are accepted and change nothing.
 
     Example::
 
         >>> fnp.take(fnp.arange(10.0).reshape(2, 5), fnp.asarray([4, -1, 0]), axis=1).tolist()
         [[4.0, 4.0, 0.0], [9.0, 9.0, 5.0]]
     """
+    no_out("take", out)
     x, axis = flat_axis(x, axis, "take")
     indices, mode = _prepare_take(indices, x.shape[axis], mode, "take")
     return getitem(x, (slice(None),) * axis + (indices,), mode, fill_value)
@@ -59,15 +58,12 @@ def _along_axis(x, indices, axis, mode, op: str):
     """``x`` with ``axis`` moved last and the other dims broadcast against the indices', the indices as an index
     array ``(*batch, m, 1)`` for ``gather``/``scatter`` with ``batch_dims=len(batch)``, the permutation, and the
     mode. ``put_along_axis`` does not broadcast ``x`` and takes mode ``"drop"``."""
-    x = as_array(x)
     put = op == "put_along_axis"
     host = not isinstance(indices, Tracer)
     ind = np.asarray(indices) if host else indices
-    if axis is None:
-        if ind.ndim != 1:
-            raise ValueError(f"{op}: with axis=None, indices must be 1-d, got shape {tuple(ind.shape)}")
-        x, axis = S.reshape(x, (x.size,)), 0
-    axis = canonical_axis(axis, x.ndim, op)
+    if axis is None and ind.ndim != 1:
+        raise ValueError(f"{op}: with axis=None, indices must be 1-d, got shape {tuple(ind.shape)}")
+    x, axis = flat_axis(x, axis, op)
     if ind.ndim != x.ndim:
         raise ValueError(f"{op}: indices must have the same rank as x, got {short(x)} and indices of shape "
                          f"{tuple(ind.shape)}")
@@ -98,7 +94,7 @@ def _along_axis(x, indices, axis, mode, op: str):
     return broadcast_to_shape(S.transpose(x, perm), batch + (n,)), index, perm, mode or "promise_in_bounds"
 
 
-def take_along_axis(x, indices, /, *, axis: int | None = -1, mode: str | None = None, fill_value=None) -> Array:
+def take_along_axis(x, indices, /, axis: int | None = -1, mode: str | None = None, fill_value=None) -> Array:
     """``out[..., i, ...] = x[..., indices[..., i, ...], ...]`` along ``axis``, other dims broadcast (numpy's).
 
     Example::
@@ -113,7 +109,7 @@ def take_along_axis(x, indices, /, *, axis: int | None = -1, mode: str | None = 
     return S.transpose(out, np.argsort(perm))
 
 
-def put_along_axis(x, indices, values, /, *, axis: int | None, mode: str | None = None) -> Array:
+def put_along_axis(x, indices, values, /, axis: int | None, *, mode: str | None = None) -> Array:
     """A copy of ``x`` with ``values`` (broadcast to the indices' shape) written at ``indices`` along ``axis``:
     numpy's ``put_along_axis``, except that ``x`` is not modified but returned updated.
 
@@ -126,13 +122,7 @@ def put_along_axis(x, indices, values, /, *, axis: int | None, mode: str | None 
     xt, index, perm, mode = _along_axis(x, indices, axis, mode, "put_along_axis")
     inv, nb = tuple(np.argsort(perm)), xt.ndim - 1
     target = tuple(index.shape[:-1][i] for i in inv)      # the indexed shape, in x's dim order
-    v = as_array(values)
-    lead = max(len(v.shape) - len(target), 0)       # leading dims that must be 1s
-    if any(d != 1 for d in v.shape[:lead]) or any(a not in (1, b) for a, b in zip(v.shape[::-1], target[::-1])):
-        raise ValueError(f"at[].put_along_axis: values of shape {tuple(v.shape)} cannot be broadcast to the "
-                         f"indexed shape {target}")
-    v = v if v.dtype == xt.dtype else E.convert_element_type(v, xt.dtype)
-    v = S.transpose(broadcast_to_shape(S.reshape(v, tuple(v.shape)[lead:]), target), perm)
+    v = S.transpose(broadcast_values(values, target, xt.dtype, "put_along_axis"), perm)
     out = scatter(xt, index, v, axes=(nb,), batch_dims=nb, mode=mode)
     return S.reshape(S.transpose(out, inv), shape)
 
@@ -168,7 +158,7 @@ def flatnonzero(x, /) -> Array:
     return asarray(np.flatnonzero(concrete(x, "flatnonzero")), dtypes.int64)
 
 
-def compress(condition, x, /, *, axis: int | None = None) -> Array:
+def compress(condition, x, /, axis: int | None = None) -> Array:
     """The slices of ``x`` along ``axis`` where the 1-d ``condition`` is true (eager in ``condition``).
 
     Example::

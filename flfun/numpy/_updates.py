@@ -8,9 +8,8 @@ from flfun import dtypes
 from flfun.array import Array
 from flfun.core import short
 from flfun.numpy._asarray import as_array
-from flfun.numpy._indexing import MODES, getitem, index_array, index_layout, parse_index
+from flfun.numpy._indexing import MODES, broadcast_values, getitem, index_array, index_layout, parse_index
 from flfun.primitives import elementwise as E, shape as S
-from flfun.primitives.rules import broadcast_to_shape
 from flfun.primitives.indexing import scatter
 
 __all__ = ["IndexUpdateHelper"]
@@ -25,20 +24,9 @@ def _update(x, idx, values, op: str, mode, name: str) -> Array:
         raise ValueError(f"at[].{name}: mode must be one of {MODES + ('drop',)}, got {mode!r}")
     x = as_array(x)
     entries = parse_index(x.shape, idx, mode)
-    adv, adv_shape, plain, block = index_layout(entries)
-    sizes = tuple(1 if e[0] == "new" else e[4] for e in plain)
-    target = sizes[:block] + adv_shape + sizes[block:]
+    adv, adv_shape, plain, block, target = index_layout(entries)
     labels = plain[:block] + [("A", k) for k in range(len(adv_shape))] + plain[block:]
-    v = as_array(values)
-    if v.dtype != x.dtype:
-        v = E.convert_element_type(v, x.dtype)
-    vshape = tuple(v.shape)
-    while len(vshape) > len(target) and vshape[0] == 1:
-        vshape = vshape[1:]
-    if len(vshape) > len(target) or any(a not in (1, b) for a, b in zip(vshape[::-1], target[::-1])):
-        raise ValueError(f"at[].{name}: values of shape {tuple(v.shape)} cannot be broadcast to the indexed "
-                         f"shape {target}")
-    v = broadcast_to_shape(S.reshape(v, vshape), target)
+    v = broadcast_values(values, target, x.dtype, name)
     # scatter takes the values as (partial slices, advanced dims, whole dims); partial slices become index ranges
     partial = [e for e in plain if e[0] == "slice" and e[2:] != (0, 1, x.shape[e[1]])]
     whole = [e for e in plain if e[0] == "slice" and e not in partial]
@@ -47,22 +35,19 @@ def _update(x, idx, values, op: str, mode, name: str) -> Array:
     v = S.transpose(v, tuple(kept.index(lab) for lab in partial + labels[block:block + len(adv_shape)] + whole))
     if not partial and not any(e[0] in ("adv", "int") for e in entries):      # the whole array
         return v if op == "set" else {"add": E.add, "mul": E.mul, "min": E.min, "max": E.max}[op](x, v)
-    comps, axes = [], []
+    comps = []      # (index component, the axis it indexes)
     for e in entries:
         if e[0] == "int":
-            comps.append((np.asarray(e[2]), x.shape[e[1]]))
-            axes.append(e[1])
+            comps.append((np.asarray(e[2]), e[1]))
         elif e[0] == "adv" and e[1]:
-            comps.append((e[2], x.shape[e[1][0]]))
-            axes.append(e[1][0])
+            comps.append((e[2], e[1][0]))
         elif e in partial:     # its range, placed at its position among the partial dims
             r = e[2] + e[3] * np.arange(e[4])
-            comps.append((r.reshape((-1,) + (1,) * (len(partial) - 1 - partial.index(e) + len(adv_shape))),
-                          x.shape[e[1]]))
-            axes.append(e[1])
+            comps.append((r.reshape((-1,) + (1,) * (len(partial) - 1 - partial.index(e) + len(adv_shape))), e[1]))
     host = all(isinstance(c, np.ndarray) for c, _ in comps)
-    indices = index_array(comps, tuple(e[4] for e in partial) + adv_shape)
-    return scatter(x, indices, v, axes=tuple(axes), mode=mode or ("promise_in_bounds" if host else "fill"), op=op)
+    indices = index_array([(c, x.shape[d]) for c, d in comps], tuple(e[4] for e in partial) + adv_shape)
+    mode = mode or ("promise_in_bounds" if host else "fill")
+    return scatter(x, indices, v, axes=tuple(d for _, d in comps), mode=mode, op=op)
 
 
 class IndexUpdateHelper:

@@ -5,8 +5,6 @@ Inputs are resized to ``n`` along an axis (cropped, or padded with zeros), the a
 primitive and back. Real input to ``fft``/``ifft``/``fftn``/``ifftn``/``hfft`` is converted to complex; results
 keep their input's precision (float32 -> complex64).
 """
-from __future__ import annotations
-
 import math
 
 import numpy as np
@@ -45,8 +43,9 @@ def _resize(x, axis: int, n: int):
     return x if n == x.shape[axis] else slicing.pad(x, lax.full((), 0, x.dtype), cfg)
 
 
-def _axes_and_sizes(op: str, x, s, axes, one: bool):
-    """Canonical distinct ``axes`` and their output ``sizes`` (``s`` or the input's), as the standard reads them."""
+def _axes_and_sizes(op: str, x, s, axes, one: bool, halved: bool):
+    """Canonical distinct ``axes`` and their output ``sizes`` (``s`` or the input's, or for the ``halved`` input of
+    an inverse real transform ``2 * (m - 1)`` along the last axis), as the standard reads them."""
     if one:
         axes, s = (axes,), (None if s is None else (s,))
     elif axes is None:
@@ -54,16 +53,23 @@ def _axes_and_sizes(op: str, x, s, axes, one: bool):
     axes = tuple(canonical_axis(a, x.ndim, op) for a in axes)
     if len(set(axes)) != len(axes) or not axes:
         raise ValueError(f"{op}: axes must be distinct and not empty, got {axes}")
+    if s is None and halved:
+        s = (None,) * (len(axes) - 1) + (2 * (x.shape[axes[-1]] - 1),)
     if s is not None and (len(s) != len(axes) or any(n is not None and int(n) < 1 for n in s)):
         raise ValueError(f"{op}: s (or n) must give one positive size per axis, got {s} for axes {axes}")
     sizes = tuple(x.shape[a] if s is None or s[i] in (None, -1) else int(s[i]) for i, a in enumerate(axes))
     return axes, sizes
 
 
-def _scale(x, norm: str, n: int, inverse: bool, op: str):
-    """Apply ``norm`` to an unnormalised forward (or ``1/n``-scaled inverse) transform over ``n`` points."""
+def _checked(op: str, norm: str) -> str:
     if norm not in _NORMS:
         raise ValueError(f"{op}: norm must be one of {', '.join(_NORMS)}, got {norm!r}")
+    return norm
+
+
+def _scale(x, norm: str, n: int, inverse: bool, op: str):
+    """Apply ``norm`` to an unnormalised forward (or ``1/n``-scaled inverse) transform over ``n`` points."""
+    norm = _checked(op, norm)
     factor = {"backward": 1.0, "ortho": 1 / math.sqrt(n), "forward": 1 / n}[_SWAP[norm] if inverse else norm]
     factor = factor * n if inverse else factor         # (the primitive's inverses are scaled by 1/n already)
     if factor == 1.0:
@@ -75,7 +81,7 @@ def _scale(x, norm: str, n: int, inverse: bool, op: str):
 
 def _transform(op: str, x, s, axes, norm, fft_type: str, one: bool):
     x = _as(x, "f" if fft_type == "rfft" else "c", op)
-    axes, sizes = _axes_and_sizes(op, x, s, axes, one)
+    axes, sizes = _axes_and_sizes(op, x, s, axes, one, fft_type == "irfft")
     for a, n in zip(axes, sizes):
         n_in = n // 2 + 1 if fft_type == "irfft" and a == axes[-1] else n
         x = _resize(x, a, n_in)
@@ -118,8 +124,6 @@ def rfft(x, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") 
 
 def irfft(x, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
     """Inverse of ``rfft``: ``n`` real points (default ``2 * (m - 1)`` for ``m`` input frequencies)."""
-    x = asarray_like(x)
-    n = 2 * (x.shape[canonical_axis(axis, x.ndim, "irfft")] - 1) if n is None else n
     return _transform("irfft", x, n, axis, norm, "irfft", True)
 
 
@@ -130,26 +134,17 @@ def rfftn(x, /, *, s=None, axes=None, norm: str = "backward") -> Array:
 
 def irfftn(x, /, *, s=None, axes=None, norm: str = "backward") -> Array:
     """Inverse of ``rfftn``; the last axis gives ``2 * (m - 1)`` points unless ``s`` says otherwise."""
-    x = asarray_like(x)
-    if s is None:
-        axes_ = tuple(range(x.ndim)) if axes is None else axes
-        s = [x.shape[a] for a in axes_]
-        s[-1] = 2 * (s[-1] - 1)
-    return _transform("irfftn", x, tuple(s), axes, norm, "irfft", False)
+    return _transform("irfftn", x, s, axes, norm, "irfft", False)
 
 
 def hfft(x, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
     """The real spectrum of a signal with Hermitian symmetry given by its first half ``x`` (numpy's ``hfft``)."""
-    if norm not in _NORMS:
-        raise ValueError(f"hfft: norm must be one of {', '.join(_NORMS)}, got {norm!r}")
-    return irfft(lax.conj(_as(x, "c", "hfft")), n=n, axis=axis, norm=_SWAP[norm])
+    return irfft(lax.conj(_as(x, "c", "hfft")), n=n, axis=axis, norm=_SWAP[_checked("hfft", norm)])
 
 
 def ihfft(x, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
     """Inverse of ``hfft`` for real input: ``conj(rfft(x))`` with the inverse's norm."""
-    if norm not in _NORMS:
-        raise ValueError(f"ihfft: norm must be one of {', '.join(_NORMS)}, got {norm!r}")
-    return lax.conj(rfft(x, n=n, axis=axis, norm=_SWAP[norm]))
+    return lax.conj(rfft(x, n=n, axis=axis, norm=_SWAP[_checked("ihfft", norm)]))
 
 
 def _freq_dtype(dtype):
@@ -162,18 +157,13 @@ def _freq_dtype(dtype):
 def fftfreq(n: int, /, *, d: float = 1.0, dtype=None, device=None) -> Array:
     """The sample frequencies of an ``n``-point ``fft`` with spacing ``d``: ``fnp.fft.fftfreq(4) -> [0, .25, -.5,
     -.25]``."""
-    dt = _freq_dtype(dtype)
     k = np.concatenate([np.arange((n + 1) // 2), np.arange(-(n // 2), 0)]) / (n * d)
-    return _on(k.astype(dt), device)
+    return asarray(k.astype(_freq_dtype(dtype)), device=device)
 
 
 def rfftfreq(n: int, /, *, d: float = 1.0, dtype=None, device=None) -> Array:
     """The sample frequencies of an ``n``-point ``rfft``: ``fnp.fft.rfftfreq(4) -> [0, .25, .5]``."""
-    return _on((np.arange(n // 2 + 1) / (n * d)).astype(_freq_dtype(dtype)), device)
-
-
-def _on(values: np.ndarray, device):
-    return asarray(values, device=device)
+    return asarray((np.arange(n // 2 + 1) / (n * d)).astype(_freq_dtype(dtype)), device=device)
 
 
 def _shift(op: str, x, axes, sign: int):
