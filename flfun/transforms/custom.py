@@ -14,7 +14,7 @@ from flfun.core import Primitive, trace_state, get_aval, register_impl, short
 from flfun.primitives.base import instantiate, moveaxis_to_front
 from flfun.primitives.common import Zero, is_zero, tangent_aval
 from flfun.transforms.jvp import as_arrays
-from flfun.transforms.subprogram import batch_program, fresh, run_closed, strong, trace_body
+from flfun.transforms.subprogram import batch_program, fresh, run_closed, split, strong, trace_body
 from flfun.tree import tree_flatten, tree_unflatten
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
@@ -75,27 +75,25 @@ def _vmapped(fn: Callable, axis) -> Callable:
         shape = []
 
         def flat(*xs):
-            parts, i = [], 0
-            for n in sizes:
-                parts.append(list(xs[i:i + n]))
-                i += n
-            res = fn(*parts)
+            res = fn(*split(xs, *sizes[:-1]))
             shape[:] = [len(r) for r in res]
             return [x for r in res for x in r]
         vals, bdims = vmap_flat(flat, axis, [x for g in groups for x in g], [0] * sum(sizes))
-        vals, out, i = _front_all(axis, vals, bdims), [], 0
-        for n in shape:
-            out.append(vals[i:i + n])
-            i += n
-        return tuple(out)
+        return tuple(split(_front_all(axis, vals, bdims), *shape[:-1]))
     return mapped
 
 
-def _custom_jvp_batch(axis, args, dims, *, call, num_consts, jvp, name):
+def _batched_call(prim: Primitive, axis, args, dims, call, **params):
+    """Bind ``prim`` on the operands and ``call`` with their mapped axis first (so the results have it first)."""
     args = _front_all(axis, args, dims)
     bcall, _ = batch_program(call, axis, [0] * len(args), [True] * len(call.out_avals))
-    outs = custom_jvp_call_p.bind(*args, call=bcall, num_consts=num_consts, jvp=_vmapped(jvp, axis), name=name)
+    outs = prim.bind(*args, call=bcall, **params)
     return outs, [0] * len(outs)
+
+
+def _custom_jvp_batch(axis, args, dims, *, call, num_consts, jvp, name):
+    return _batched_call(custom_jvp_call_p, axis, args, dims, call, num_consts=num_consts, jvp=_vmapped(jvp, axis),
+                         name=name)
 
 
 custom_jvp_call_p.def_batch(_custom_jvp_batch)
@@ -191,12 +189,9 @@ custom_vjp_call_p.def_jvp(_custom_vjp_rule)
 
 
 def _custom_vjp_batch(axis, args, dims, *, call, num_consts, fwd, bwd, name):
-    args = _front_all(axis, args, dims)
-    bcall, _ = batch_program(call, axis, [0] * len(args), [True] * len(call.out_avals))
     bwd_b = _vmapped(lambda res, cts: ([instantiate(c) for c in bwd(res, cts)],), axis)
-    outs = custom_vjp_call_p.bind(*args, call=bcall, num_consts=num_consts, fwd=_vmapped(fwd, axis),
-                                  bwd=lambda res, cts: bwd_b(res, cts)[0], name=name)
-    return outs, [0] * len(outs)
+    return _batched_call(custom_vjp_call_p, axis, args, dims, call, num_consts=num_consts, fwd=_vmapped(fwd, axis),
+                         bwd=lambda res, cts: bwd_b(res, cts)[0], name=name)
 
 
 custom_vjp_call_p.def_batch(_custom_vjp_batch)

@@ -27,9 +27,9 @@ from flfun.core import Tracer, trace_state, get_aval, short, wrap
 from flfun.ir import ClosedProgram
 from flfun.memory import get_allocator
 from flfun.memory.planner import MemoryPlan
-from flfun.transforms.call import close_program, jit_p
+from flfun.transforms.call import jit_p
 from flfun.transforms.jvp import flatten_fun
-from flfun.transforms.staging import trace_to_program
+from flfun.transforms.subprogram import close_program, trace_body
 from flfun.transforms.vjp import with_args
 from flfun.tree import tree_flatten, tree_leaves, tree_unflatten
 from flfun.util import once, decorator_factory
@@ -209,7 +209,7 @@ class JitFunction:
             def fun(dyn, dyn_kw):
                 return self.fun(*with_args(args, dyn_pos, dyn), **{**kwargs, **dyn_kw})
             flat_fun, out_tree = flatten_fun(fun, in_tree)
-            closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
+            closed, tracers = trace_body(flat_fun, avals)
             self.trace_count += 1
             return _Traced(closed, out_tree[0], tracers, avals, in_tree, key)
         return once(self._traces, key, make, lambda traced: not traced.tracers), leaves, avals, donated
