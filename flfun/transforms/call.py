@@ -7,16 +7,15 @@ transform in any order; derived programs and executables are cached on the ``Clo
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable
 
 from flfun import core
 from flfun.compiler.passes import partial_eval
 from flfun.compiler.pipeline import compile_program
-from flfun.core import Primitive, get_aval, register_impl
+from flfun.core import Primitive, get_aval
 from flfun.ir import ClosedProgram
 from flfun.primitives.rules import UndefinedPrimal, Zero, is_zero, moveaxis, not_mapped
-from flfun.transforms.subprogram import (batch_program, close_program, jvp_program, kept,  # noqa: F401
+from flfun.transforms.subprogram import (batch_program, close_program, host_impls, jvp_program, kept,  # noqa: F401
                                          transpose_program, with_zeros)
 from flfun.util import once
 
@@ -120,8 +119,7 @@ def _jit_impl(backend: str, *vals, closed, name, donated):
     return compile_program(closed, dev if dev.backend == backend else get_backend(backend).devices[0])(*vals)
 
 
-for _backend in ("numpy", "cupy"):
-    register_impl(jit_p, _backend, functools.partial(_jit_impl, _backend))
+host_impls(jit_p, _jit_impl)
 
 
 __all__ = ["jit_p", "close_program"]

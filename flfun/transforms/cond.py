@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import functools
 
-from flfun.core import Primitive, register_impl, register_lowering, short
+from flfun.core import Primitive, register_lowering, short
 from flfun.ir import eval_program
 from flfun.compiler.bodies import lower_cond
 from flfun.compiler.executor import PLANNED
 from flfun.compiler.passes import partial_eval
-from flfun.primitives.base import moveaxis_to_front
-from flfun.primitives.common import is_undefined, is_zero, not_mapped, tangent_aval
+from flfun.primitives.base import instantiate, moveaxis_to_front
+from flfun.primitives.common import Zero, is_undefined, is_zero, not_mapped, tangent_aval
 from flfun.primitives.elementwise import select_n
-from flfun.primitives.shape import broadcast_in_dim, full
+from flfun.primitives.shape import broadcast_in_dim
 from flfun.transforms.loops import float_nz
-from flfun.transforms.subprogram import (batch_program, check_types, fresh, jvp_program, kept, run_closed, strong,
-                                         trace_closed, transpose_program, with_zeros)
+from flfun.transforms.subprogram import (batch_program, check_types, fresh, host_impls, jvp_program, kept, run_closed,
+                                         strong, trace_closed, transpose_program, with_zeros)
 from flfun import dtypes
 
 cond_p = Primitive("cond", multiple_results=True)
@@ -40,13 +40,8 @@ def _cond_impl(backend, index, *vals, branches):
     return fresh(run_closed(branches[i], backend, list(vals)), vals)
 
 
-for _b in ("numpy", "cupy"):
-    register_impl(cond_p, _b, functools.partial(_cond_impl, _b))
+host_impls(cond_p, _cond_impl)
 register_lowering(cond_p, PLANNED, lower_cond)      # under jit: each branch compiled once, into the planned buffers
-
-
-def _zeros(aval):
-    return full(aval.shape, 0, aval.dtype)
 
 
 def _cond_jvp(primals, tangents, *, branches):
@@ -66,7 +61,7 @@ def _cond_jvp(primals, tangents, *, branches):
         jb, (known, _, pos) = jbs[i], splits[i]
         outs = eval_program(known, jb.consts, xs)
         mine = [xs[p] for p in pos] + outs[n_out:]
-        res = [_zeros(a) for a in slots]
+        res = [instantiate(Zero(a)) for a in slots]
         res[starts[i]:starts[i] + len(mine)] = mine
         return outs[:n_out] + res
 

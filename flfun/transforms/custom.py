@@ -10,11 +10,11 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from flfun.core import Primitive, trace_state, get_aval, register_impl, short
+from flfun.core import Primitive, trace_state, get_aval, short
 from flfun.primitives.base import instantiate, moveaxis_to_front
 from flfun.primitives.common import Zero, is_zero, tangent_aval
 from flfun.transforms.jvp import as_arrays
-from flfun.transforms.subprogram import batch_program, fresh, run_closed, split, strong, trace_body
+from flfun.transforms.subprogram import batch_program, fresh, host_impls, run_closed, split, strong, trace_body
 from flfun.tree import tree_flatten, tree_unflatten
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
@@ -32,8 +32,7 @@ def _call_impl(backend, *vals, call, num_consts, **rule):
 
 for _p in (custom_jvp_call_p, custom_vjp_call_p):
     _p.def_abstract_eval(_call_abstract_eval)
-    for _b in ("numpy", "cupy"):
-        register_impl(_p, _b, functools.partial(_call_impl, _b))
+    host_impls(_p, _call_impl)
 
 
 def _no_closure_tangents(name: str, tangents, num_consts: int) -> None:
@@ -202,13 +201,12 @@ def _lin_abstract_eval(*avals, num_res, bwd, nz, out_avals, name):
     return list(out_avals)
 
 
-def _lin_impl(*vals, name, **params):
+def _lin_impl(backend, *vals, name, **params):
     raise TypeError(f"custom_vjp {name}: forward-mode differentiation (jvp, jacfwd) does not work through a "
                     f"custom_vjp function; use custom_jvp, or reverse mode (grad, vjp, jacrev)")
 
 
-for _b in ("numpy", "cupy"):
-    register_impl(custom_lin_p, _b, _lin_impl)
+host_impls(custom_lin_p, _lin_impl)
 
 
 @custom_lin_p.def_transpose

@@ -8,10 +8,8 @@ beside the primal carry, reverse mode is an error (the trip count is not known w
 """
 from __future__ import annotations
 
-import functools
-
 from flfun import dtypes
-from flfun.core import Primitive, ShapedArray, register_impl, register_lowering, short
+from flfun.core import Primitive, ShapedArray, register_lowering, short
 from flfun.ir import ClosedProgram, Program, Var, eval_program
 from flfun.compiler.bodies import lower_scan, lower_while
 from flfun.compiler.executor import PLANNED
@@ -20,9 +18,9 @@ from flfun.primitives.base import instantiate, moveaxis, moveaxis_to_front
 from flfun.primitives.common import Zero, is_undefined, is_zero, not_mapped, tangent_aval
 from flfun.primitives.elementwise import add, select_n
 from flfun.primitives.reduce import reduce_or
-from flfun.primitives.shape import broadcast_in_dim, full
-from flfun.transforms.subprogram import (batch_program, check_types, fresh, jvp_program, kept, run_closed, split,
-                                         strong, trace_closed, transpose_program, with_zeros)
+from flfun.primitives.shape import broadcast_in_dim
+from flfun.transforms.subprogram import (batch_program, check_types, fresh, host_impls, jvp_program, kept, run_closed,
+                                         split, strong, trace_closed, transpose_program, with_zeros)
 
 
 def _xp(backend: str):
@@ -74,8 +72,7 @@ def _scan_impl(backend, *vals, body, num_consts, num_carry, length, reverse, unr
     return fresh(carry, vals) + ys
 
 
-for _b in ("numpy", "cupy"):
-    register_impl(scan_p, _b, functools.partial(_scan_impl, _b))
+host_impls(scan_p, _scan_impl)
 register_lowering(scan_p, PLANNED, lower_scan)     # under jit: the body compiled once, carries double-buffered
 
 
@@ -122,9 +119,8 @@ def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse, un
     ct_k, ct_y = cts[:nk], cts[nk:]
     y_nz = [not is_zero(c) for c in ct_y]
     tp = transpose_program(body, c_lin + [True] * nk + x_lin, [True] * nk + y_nz)
-    res_c = [a for a, lin in zip(consts, c_lin) if not lin]
-    res_x = [a for a, lin in zip(xs, x_lin) if not lin]
-    lin_c = [a.aval for a, lin in zip(consts, c_lin) if lin]
+    res_c, res_x = kept(consts, [not lin for lin in c_lin]), kept(xs, [not lin for lin in x_lin])
+    lin_c = [a.aval for a in kept(consts, c_lin)]
     avals = tp.in_avals
     nrc, nrx, nlc = len(res_c), len(res_x), len(lin_c)
 
@@ -135,7 +131,7 @@ def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse, un
         return [add(a, g) for a, g in zip(acc, g_c)] + g_k + g_x
     k_avals = [tangent_aval(a) for a in body.out_avals[:nk]]
     tbody = trace_closed(f, avals[:nrc] + lin_c + k_avals + avals[nrc:nrc + nrx] + avals[nrc + nrx + nk:])
-    outs = scan_p.bind(*res_c, *[full(a.shape, 0, a.dtype) for a in lin_c],
+    outs = scan_p.bind(*res_c, *[instantiate(Zero(a)) for a in lin_c],
                        *[instantiate(c) for c in ct_k], *res_x, *[c for c in ct_y if not is_zero(c)],
                        body=tbody, num_consts=nrc, num_carry=nlc + nk, length=length, reverse=not reverse,
                        unroll=unroll)
@@ -195,8 +191,7 @@ def _while_impl(backend, *vals, cond, body, cond_nconsts, body_nconsts):
     return fresh(carry, vals)
 
 
-for _b in ("numpy", "cupy"):
-    register_impl(while_p, _b, functools.partial(_while_impl, _b))
+host_impls(while_p, _while_impl)
 register_lowering(while_p, PLANNED, lower_while)
 
 

@@ -7,12 +7,13 @@ run time, so an impl swapped with ``register_impl`` reaches inside bodies eagerl
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
 
 from flfun.array import Array
-from flfun.core import ShapedArray, Tracer, missing_rule, short, to_array, trace_state
+from flfun.core import ShapedArray, Tracer, missing_rule, register_impl, short, to_array, trace_state
 from flfun.ir import ClosedProgram, Eqn, Literal, Program, eval_program
 from flfun.primitives.base import instantiate, moveaxis_to_front
 from flfun.primitives.common import Zero, is_zero, not_mapped, tangent_aval
@@ -71,6 +72,12 @@ def split(xs, *sizes) -> list:
     return out + [list(xs[i:])]
 
 
+def host_impls(prim, impl: Callable) -> None:
+    """Register ``impl(backend, *vals, **params)`` as ``prim``'s impl on the numpy and cupy backends."""
+    for backend in ("numpy", "cupy"):
+        register_impl(prim, backend, functools.partial(impl, backend))
+
+
 def run_closed(closed: ClosedProgram, backend: str, vals: list) -> list:
     """Evaluate ``closed`` on raw buffers with the impls registered now (no tracing, no transform state)."""
     prog = closed.program
@@ -95,16 +102,12 @@ def fresh(outs: list, ins: list) -> list:
     return [o.copy() if id(o) in ids or getattr(o, "base", None) is not None else o for o in outs]
 
 
-def same_type(a, b) -> bool:
-    return tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
-
-
 def check_types(op: str, what_out: str, outs, what_in: str, ins) -> None:
     """``TypeError('<op>: <what_out> f32[3] does not match <what_in> f32[4]')`` at the first disagreement."""
     if len(outs) != len(ins):
         raise TypeError(f"{op}: {what_out} has {len(outs)} values but {what_in} has {len(ins)}")
     for k, (o, i) in enumerate(zip(outs, ins)):
-        if not same_type(o, i):
+        if tuple(o.shape) != tuple(i.shape) or o.dtype != i.dtype:
             leaf = f" (leaf {k})" if len(ins) > 1 else ""
             raise TypeError(f"{op}: {what_out} {short(o)} does not match {what_in} {short(i)}{leaf}")
 
@@ -175,5 +178,5 @@ def batch_program(closed: ClosedProgram, axis, dims: list, force: list | None = 
     return trace_closed(f, avals), mapped
 
 
-__all__ = ["close_program", "trace_body", "trace_closed", "kept", "with_zeros", "split", "run_closed", "fresh",
-           "check_types", "jvp_program", "transpose_program", "batch_program", "strong"]
+__all__ = ["close_program", "trace_body", "trace_closed", "kept", "with_zeros", "split", "host_impls", "run_closed",
+           "fresh", "check_types", "jvp_program", "transpose_program", "batch_program", "strong"]
