@@ -13,7 +13,7 @@ from typing import Callable
 from flfun.core import Primitive, trace_state, get_aval, short
 from flfun.primitives.base import instantiate, moveaxis_to_front
 from flfun.primitives.common import Zero, is_zero, tangent_aval
-from flfun.transforms.jvp import as_arrays
+from flfun.transforms.jvp import as_arrays, flatten_fun
 from flfun.transforms.subprogram import batch_program, fresh, host_impls, run_closed, split, strong, trace_body
 from flfun.tree import tree_flatten, tree_unflatten
 
@@ -118,12 +118,7 @@ class _Custom:
     def _bind(self, prim: Primitive, args: tuple, **rule):
         nondiff, diff, merge = self._split(args)
         leaves, in_tree = tree_flatten(diff)
-        trees = []
-
-        def flat(*xs):
-            out_leaves, tree = tree_flatten(self.fun(*merge(tree_unflatten(in_tree, xs))))
-            trees.append(tree)
-            return out_leaves
+        flat, trees = flatten_fun(lambda *d: self.fun(*merge(d)), in_tree)
         call, captured = trace_body(flat, [strong(get_aval(x)) for x in leaves])
         made = {k: v(nondiff, merge, in_tree, trees[0], call) for k, v in rule.items()}
         outs = prim.bind(*captured, *leaves, call=call, num_consts=len(captured),
