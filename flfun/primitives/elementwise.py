@@ -321,10 +321,7 @@ def clamp(lo, x, hi):
 
 
 # --------------------------------------------------------------------------------------------- stop_gradient
-stop_gradient_p = Primitive("stop_gradient")
-stop_gradient_p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype, is_weak(x)))
-stop_gradient_p.def_jvp(zero_jvp(stop_gradient_p))
-stop_gradient_p.def_batch(vectorized_batch(stop_gradient_p))
+stop_gradient_p = _unary("stop_gradient", "all")[0]
 
 
 def stop_gradient(x):
