@@ -103,8 +103,8 @@ def _check_arg_specs(name: str, params: list, static: tuple, names: tuple, donat
     and for an argument that is both static and donated."""
     kinds = {p.kind for p in params}
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    n = len(positional)
     if params and inspect.Parameter.VAR_POSITIONAL not in kinds:
-        n = len(positional)
         for what, nums in (("static_argnums", static), ("donate_argnums", donate)):
             if any(not -n <= i < n for i in nums):
                 raise ValueError(f"jit: {what}={nums} for {name}, which takes {n} positional argument(s)")
@@ -113,7 +113,6 @@ def _check_arg_specs(name: str, params: list, static: tuple, names: tuple, donat
         if unknown:
             raise ValueError(f"jit: static_argnames {unknown} are not parameters of {name} "
                              f"({', '.join(p.name for p in params)})")
-    n = len(positional)
     norm = (lambda i: i % n) if n else (lambda i: i)
     static_pos = {norm(i) for i in static} | {positional.index(k) for k in names if k in positional}
     both = static_pos & {norm(i) for i in donate}

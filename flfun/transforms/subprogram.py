@@ -53,12 +53,13 @@ def trace_closed(fn: Callable, in_avals: list[ShapedArray]) -> ClosedProgram:
 
 
 def kept(xs, mask) -> list:
-    """The ``xs`` that ``mask`` marks."""
+    """The ``xs`` that ``mask`` marks: ``kept("abc", [True, False, True]) == ["a", "c"]``."""
     return [x for x, k in zip(xs, mask) if k]
 
 
 def with_zeros(mask, vals, avals) -> list:
-    """The inverse of ``kept``: ``vals`` in the places ``mask`` marks, symbolic zeros (of ``avals``) elsewhere."""
+    """The inverse of ``kept``: ``vals`` in the places ``mask`` marks, symbolic zeros (of ``avals``) elsewhere:
+    ``with_zeros([True, False], [t], [x, y]) == [t, Zero(tangent_aval(y))]``."""
     it = iter(vals)
     return [next(it) if k else Zero(tangent_aval(a)) for k, a in zip(mask, avals)]
 
@@ -73,7 +74,8 @@ def split(xs, *sizes) -> list:
 
 
 def host_impls(prim, impl: Callable) -> None:
-    """Register ``impl(backend, *vals, **params)`` as ``prim``'s impl on the numpy and cupy backends."""
+    """Register ``impl(backend, *vals, **params)`` as ``prim``'s impl on the numpy and cupy backends:
+    ``host_impls(scan_p, _scan_impl)``."""
     for backend in ("numpy", "cupy"):
         register_impl(prim, backend, functools.partial(impl, backend))
 
