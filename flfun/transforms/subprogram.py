@@ -1,5 +1,5 @@
-"""What the control-flow primitives share: tracing a body into a closed sub-program, running one on raw buffers,
-and deriving its jvp, transposed and batched programs.
+"""What the call (jit, pmap) and control-flow primitives share: tracing a body into a closed sub-program, running
+one on raw buffers, and deriving its jvp, transposed and batched programs (once, for all of them).
 
 A sub-program is a ``ClosedProgram``; values it captures from outer transforms become leading operands of the
 primitive (``close_program``), so every transform sees them. ``run_closed`` looks each impl up in the registry at
