@@ -50,8 +50,7 @@ def _check_like(name: str, what: str, got: list, want: list) -> None:
 # ---------------------------------------------------------------------------------------------- custom_jvp
 def _custom_jvp_rule(primals, tangents, *, call, num_consts, jvp, name):
     _no_closure_tangents(f"custom_jvp {name}", tangents, num_consts)
-    ps = list(primals[num_consts:])
-    outs, touts = jvp(ps, [instantiate(t) for t in tangents[num_consts:]])
+    outs, touts = jvp(list(primals[num_consts:]), [instantiate(t) for t in tangents[num_consts:]])
     outs, touts = as_arrays(outs), as_arrays(touts)
     _check_like(f"custom_jvp {name}", "primal output", [get_aval(o) for o in outs], call.out_avals)
     _check_like(f"custom_jvp {name}", "tangent output", [get_aval(t) for t in touts], call.out_avals)

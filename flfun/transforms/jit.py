@@ -369,9 +369,7 @@ def make_ir(fun: Callable, static_argnums: int | Sequence[int] = (), optimized: 
     """
     def make(*args, **kwargs):
         traced = JitFunction(fun, static_argnums)._trace(args, kwargs)[0]
-        if optimized:
-            return ClosedProgram(*pipeline.optimized(traced.closed))
-        return traced.closed
+        return ClosedProgram(*pipeline.optimized(traced.closed)) if optimized else traced.closed
     return make
 
 
