@@ -12,6 +12,10 @@ import math
 import numpy as np
 
 
+def _converter(kind: type):
+    return lambda self: self._scalar(kind)
+
+
 class Array:
     """An immutable n-dimensional array.
 
@@ -26,33 +30,13 @@ class Array:
     __hash__ = None  # arrays are unhashable, like numpy's
 
     # --- metadata ---------------------------------------------------------------------------------------
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._value.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._value.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def device(self):
-        return self._device
-
-    @property
-    def itemsize(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+    shape = property(lambda self: self._value.shape)
+    dtype = property(lambda self: self._value.dtype)
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+    device = property(lambda self: self._device)
+    itemsize = property(lambda self: self.dtype.itemsize)
+    nbytes = property(lambda self: self.size * self.dtype.itemsize)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -93,17 +77,7 @@ class Array:
                             f"got shape {self.shape}")
         return kind(self.__array__().reshape(()).item())
 
-    def __bool__(self):
-        return self._scalar(bool)
-
-    def __float__(self):
-        return self._scalar(float)
-
-    def __int__(self):
-        return self._scalar(int)
-
-    def __complex__(self):
-        return self._scalar(complex)
+    __bool__, __float__, __int__, __complex__ = map(_converter, (bool, float, int, complex))
 
     def __index__(self):
         if self.dtype.kind not in "iub" or self.shape != ():

@@ -88,6 +88,9 @@ _registry_version = itertools.count(1)
 registry_version = 0
 
 
+_FACTS = ("inplace", "collective", "elementwise", "linear_in", "identities", "value_preserving", "involution", "chain")
+
+
 def _setter(slot: str) -> Callable:
     """A ``Primitive.def_<slot>`` decorator method."""
     def define(self, fn: Callable) -> Callable:
@@ -107,8 +110,9 @@ class Primitive:
     ``elementwise``: it broadcasts like numpy, elementwise; ``identities``: ``(k, value)`` pairs where operand
     ``k`` equal to ``value`` makes the result the other operand; ``value_preserving``: a uniform operand gives a
     uniform result of the same value; ``chain(inner_params, outer_params)``: the params of one application
-    equal to two in a row (``involution``: two in a row are the identity). Defining a name that exists is an
-    error unless ``replace=True``.
+    equal to two in a row (``involution``: two in a row are the identity). Facts may also be given as keywords
+    (``Primitive("neg", linear_in="all", involution=True)``). Defining a name that exists is an error unless
+    ``replace=True``.
 
     Example::
 
@@ -118,7 +122,7 @@ class Primitive:
         square_p.def_jvp(lambda primals, tangents: (square(primals[0]), 2 * primals[0] * tangents[0]))
     """
 
-    def __init__(self, name: str, *, multiple_results: bool = False, replace: bool = False):
+    def __init__(self, name: str, *, multiple_results: bool = False, replace: bool = False, **facts):
         if name in PRIMITIVES and not replace:
             raise ValueError(f"Primitive({name!r}): a primitive with this name exists; pass replace=True to "
                              f"replace it")
@@ -136,6 +140,11 @@ class Primitive:
         self.identities: tuple[tuple[int, object], ...] = ()
         self.value_preserving = self.involution = False
         self.chain: Callable | None = None
+        if set(facts) - set(_FACTS):
+            raise TypeError(f"Primitive({name!r}): unknown facts {sorted(set(facts) - set(_FACTS))}; the facts are "
+                            f"{', '.join(_FACTS)}")
+        for k, v in facts.items():
+            setattr(self, k, v)
         PRIMITIVES[name] = self
 
     def bind(self, *args, **params):

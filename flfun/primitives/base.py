@@ -112,10 +112,10 @@ def linear(prim: Primitive, nlinear: int | None = None) -> Callable:
     return prim.def_transpose
 
 
-def reduction(name: str, kinds: str, jvp=None) -> Primitive:
+def reduction(name: str, kinds: str, jvp=None, **facts) -> Primitive:
     """A reduction primitive over a tuple of ``axes`` with its shape rule and batching rule; ``jvp(p)`` gives its
     jvp rule (None: the caller adds it)."""
-    p = Primitive(name)
+    p = Primitive(name, **facts)
     if jvp is not None:
         p.def_jvp(jvp(p))
 
@@ -147,8 +147,7 @@ def full(shape, fill_value, dtype):
 
 
 # ------------------------------------------------------------------------------------------ convert_element_type
-convert_element_type_p = Primitive("convert_element_type")
-convert_element_type_p.linear_in, convert_element_type_p.value_preserving = "all", True
+convert_element_type_p = Primitive("convert_element_type", linear_in="all", value_preserving=True)
 
 
 @convert_element_type_p.def_abstract_eval
@@ -176,10 +175,8 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
 
 
 # -------------------------------------------------------------------------------------------- broadcast_in_dim
-broadcast_in_dim_p = Primitive("broadcast_in_dim")
-broadcast_in_dim_p.linear_in, broadcast_in_dim_p.value_preserving = "all", True
-broadcast_in_dim_p.chain = lambda p1, p2: {**p2, "broadcast_dimensions": tuple(
-    p2["broadcast_dimensions"][i] for i in p1["broadcast_dimensions"])}
+broadcast_in_dim_p = Primitive("broadcast_in_dim", linear_in="all", value_preserving=True, chain=lambda p1, p2: {
+    **p2, "broadcast_dimensions": tuple(p2["broadcast_dimensions"][i] for i in p1["broadcast_dimensions"])})
 
 
 @broadcast_in_dim_p.def_abstract_eval
@@ -228,9 +225,8 @@ def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int
 
 
 # ------------------------------------------------------------------------------------------------------ reshape
-reshape_p = Primitive("reshape")
-reshape_p.linear_in, reshape_p.value_preserving = "all", True
-reshape_p.chain = lambda p1, p2: p2     # reshape(reshape(y)) is one reshape
+# (reshape(reshape(y)) is one reshape)
+reshape_p = Primitive("reshape", linear_in="all", value_preserving=True, chain=lambda p1, p2: p2)
 
 
 @reshape_p.def_abstract_eval
@@ -261,9 +257,8 @@ def reshape(x, new_sizes: Sequence[int]):
 
 
 # ---------------------------------------------------------------------------------------------------- transpose
-transpose_p = Primitive("transpose")
-transpose_p.linear_in, transpose_p.value_preserving = "all", True
-transpose_p.chain = lambda p1, p2: {**p2, "permutation": tuple(p1["permutation"][i] for i in p2["permutation"])}
+transpose_p = Primitive("transpose", linear_in="all", value_preserving=True, chain=lambda p1, p2: {
+    **p2, "permutation": tuple(p1["permutation"][i] for i in p2["permutation"])})
 
 
 @transpose_p.def_abstract_eval
@@ -299,8 +294,7 @@ def transpose(x, permutation: Sequence[int]):
 
 
 # --------------------------------------------------------------------------------------------------- reduce_sum
-reduce_sum_p = reduction("reduce_sum", "number", linear_jvp)
-reduce_sum_p.linear_in = "all"
+reduce_sum_p = reduction("reduce_sum", "number", linear_jvp, linear_in="all")
 
 
 @reduce_sum_p.def_transpose

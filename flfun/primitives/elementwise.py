@@ -22,10 +22,10 @@ def _const(like, value):
     return full((), value, like.dtype)
 
 
-def _unary(name: str, kinds: str = "inexact", tangent=None, out_dtype=None) -> tuple[Primitive, Callable]:
+def _unary(name: str, kinds: str = "inexact", tangent=None, out_dtype=None, **facts) -> tuple[Primitive, Callable]:
     """A unary elementwise primitive and its wrapper; ``tangent(t, x, out)`` gives its jvp (None: piecewise
     constant)."""
-    p = Primitive(name)
+    p = Primitive(name, **facts)
     p.def_abstract_eval(naryop_abstract_eval(name, kinds, out_dtype))
     p.def_batch(vectorized_batch(p))
     if tangent is None:
@@ -36,15 +36,13 @@ def _unary(name: str, kinds: str = "inexact", tangent=None, out_dtype=None) -> t
     return p, _wrapper(p, False)
 
 
-def _binary(name: str, kinds: str = "number", out_dtype=None, jvp=None, ints: bool = False, inplace: bool = False,
-            linear_in=None, identities=()) -> tuple[Primitive, Callable]:
+def _binary(name: str, kinds: str = "number", out_dtype=None, jvp=None, ints: bool = False, **facts
+            ) -> tuple[Primitive, Callable]:
     """A broadcasting binary primitive and its wrapper; ``jvp(out, primals, tangents)`` gives its output tangent
     (None: piecewise constant), which integer outputs get as a symbolic zero unless ``ints``."""
-    p = Primitive(name)
+    p = Primitive(name, elementwise=True, **facts)
     p.def_abstract_eval(naryop_abstract_eval(name, kinds, out_dtype))
     p.def_batch(broadcasting_batch(p))
-    p.elementwise, p.linear_in, p.identities = True, linear_in, identities
-    p.inplace = (0, 1) if inplace else ()
     if jvp is not None:
         p.def_jvp(guarded_jvp(p, jvp, float_only=not ints))
     elif out_dtype is not None or kinds in ("int", "intbool", "bool"):
@@ -61,9 +59,10 @@ def _wrapper(prim, binary: bool):
 
 
 # ----------------------------------------------------------------------------------------------- unary math
-neg_p, neg = _unary("neg", "number", lambda t, x, out: neg(t))
+neg_p, neg = _unary("neg", "number", lambda t, x, out: neg(t), linear_in="all", involution=True)
 neg_p.def_transpose(lambda ct, x: [neg(ct)])
-neg_p.linear_in, neg_p.involution = "all", True
+
+
 def _unit(z, size):
     """``z / |z|`` part by part (0 at 0), exact also for subnormal ``z``."""
     size = select(eq(size, _const(size, 0)), _const(size, 1), size)
@@ -151,7 +150,7 @@ def _ident(t, *_):
     return t
 
 
-add_p, add = _binary("add", jvp=_sum_rule(_ident, _ident), ints=True, inplace=True, linear_in="all",
+add_p, add = _binary("add", jvp=_sum_rule(_ident, _ident), ints=True, inplace=(0, 1), linear_in="all",
                      identities=((1, 0), (0, 0)))
 
 
@@ -161,7 +160,7 @@ def _add_transpose(ct, x, y):
 
 
 sub_p, sub = _binary("sub", jvp=_sum_rule(_ident, lambda t, *_: neg(t), lambda tx, ty, *_: sub(tx, ty)), ints=True,
-                     inplace=True, linear_in="all", identities=((1, 0),))
+                     inplace=(0, 1), linear_in="all", identities=((1, 0),))
 
 
 @sub_p.def_transpose
@@ -171,7 +170,7 @@ def _sub_transpose(ct, x, y):
 
 
 mul_p, mul = _binary("mul", jvp=_sum_rule(lambda t, x, y, out: mul(t, y), lambda t, x, y, out: mul(x, t)),
-                     ints=True, inplace=True, linear_in="all", identities=((1, 1), (0, 1)))
+                     ints=True, inplace=(0, 1), linear_in="all", identities=((1, 1), (0, 1)))
 
 
 @mul_p.def_transpose
@@ -184,7 +183,7 @@ def _mul_transpose(ct, x, y):
 div_p, div = _binary("div", jvp=_sum_rule(lambda t, x, y, out: div(t, y),
                                           lambda t, x, y, out: div(neg(mul(out, t)), y),
                                           lambda tx, ty, x, y, out: div(sub(tx, mul(out, ty)), y)),
-                     inplace=True, linear_in=(0,), identities=((1, 1),))
+                     inplace=(0, 1), linear_in=(0,), identities=((1, 1),))
 
 
 @div_p.def_transpose
@@ -231,12 +230,11 @@ ge_p, ge = _binary("ge", "num", dtypes.bool_)
 
 
 # ------------------------------------------------------------------------------------------------ complex parts
-def _part(name: str, kinds: str, out_dtype) -> tuple[Primitive, Callable]:
+def _part(name: str, kinds: str, out_dtype, **facts) -> tuple[Primitive, Callable]:
     """A linear unary primitive between complex and real values (``real``, ``imag``, ``conj``)."""
-    p = Primitive(name)
+    p = Primitive(name, linear_in="all", **facts)
     p.def_abstract_eval(lambda x: ShapedArray(x.shape, out_dtype(check_kinds(name, kinds, x) or x.dtype), is_weak(x)))
     p.def_batch(vectorized_batch(p))
-    p.linear_in = "all"
     return p, _wrapper(p, False)
 
 
@@ -244,9 +242,8 @@ real_p, real = _part("real", "complex", dtypes.real_dtype)
 linear(real_p)(lambda ct, x: [complex(ct, full(ct.shape, 0, ct.dtype))])
 imag_p, imag = _part("imag", "complex", dtypes.real_dtype)
 linear(imag_p)(lambda ct, x: [complex(full(ct.shape, 0, ct.dtype), neg(ct))])
-conj_p, conj = _part("conj", "complex", lambda dt: dt)
+conj_p, conj = _part("conj", "complex", lambda dt: dt, involution=True)
 linear(conj_p)(lambda ct, x: [conj(ct)])
-conj_p.involution = True
 complex_p, complex = _binary("complex", "float", out_dtype=None, linear_in="all")
 complex_p.def_abstract_eval(lambda x, y: ShapedArray(naryop_abstract_eval("complex", "float")(x, y).shape,
                                                      dtypes.complex_dtype(x.dtype)))
@@ -256,8 +253,7 @@ complex.__doc__ = "``x + 1j * y`` from two real arrays of one dtype: ``lax.compl
 
 
 # ------------------------------------------------------------------------------------------------- select_n
-select_n_p = Primitive("select_n")
-select_n_p.linear_in, select_n_p.elementwise = "all", True
+select_n_p = Primitive("select_n", linear_in="all", elementwise=True)
 
 
 @select_n_p.def_abstract_eval
@@ -325,10 +321,7 @@ def clamp(lo, x, hi):
 
 
 # --------------------------------------------------------------------------------------------- stop_gradient
-stop_gradient_p = Primitive("stop_gradient")
-stop_gradient_p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype, is_weak(x)))
-stop_gradient_p.def_jvp(zero_jvp(stop_gradient_p))
-stop_gradient_p.def_batch(vectorized_batch(stop_gradient_p))
+stop_gradient_p = _unary("stop_gradient", "all")[0]
 
 
 def stop_gradient(x):

@@ -19,8 +19,7 @@ from flfun.primitives.base import front_batch, full, linear
 from flfun.util import prod
 
 FFT_TYPES = ("fft", "ifft", "rfft", "irfft")
-fft_p = Primitive("fft")
-fft_p.linear_in = "all"
+fft_p = Primitive("fft", linear_in="all")
 
 
 @fft_p.def_abstract_eval

@@ -49,8 +49,7 @@ def _gather_shape(op: str, operand, indices, axes, batch_dims, mode) -> tuple[in
 
 
 # ------------------------------------------------------------------------------------------------------- gather
-gather_p = Primitive("gather")
-gather_p.linear_in = (0,)
+gather_p = Primitive("gather", linear_in=(0,))
 
 
 @gather_p.def_abstract_eval
@@ -118,8 +117,7 @@ def gather(operand, indices, *, axes, batch_dims: int = 0, mode: str = "clip", f
 
 
 # ------------------------------------------------------------------------------------------------------ scatter
-scatter_p = Primitive("scatter")
-scatter_p.inplace = (0,)
+scatter_p = Primitive("scatter", inplace=(0,))
 
 
 @scatter_p.def_abstract_eval

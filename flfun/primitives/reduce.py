@@ -12,10 +12,10 @@ from flfun.primitives.rules import batch_axes, check_kinds, guarded_jvp, jvp_rul
 from flfun.util import prod
 
 
-def _axis_op(name: str, kinds: str, out_aval, keeps_axis: bool, jvp=None) -> Primitive:
+def _axis_op(name: str, kinds: str, out_aval, keeps_axis: bool, jvp=None, **facts) -> Primitive:
     """A primitive over one ``axis`` (arg-reductions, scans): the shared checks, then ``out_aval(name, x, axis,
     **params)``; batching renumbers ``axis``; ``jvp(p)`` gives the jvp rule (None: the caller adds it)."""
-    p = Primitive(name)
+    p = Primitive(name, **facts)
     if jvp is not None:
         p.def_jvp(jvp(p))
 
@@ -155,10 +155,9 @@ def argmin(x, axis: int, index_dtype):
 
 
 # ----------------------------------------------------------------------------------------------------- scans
-def _scan(name: str, jvp=None, kinds: str = "num") -> Primitive:
-    p = _axis_op(name, kinds, lambda name, x, axis, *, reverse: ShapedArray(x.shape, x.dtype, is_weak(x)), True, jvp)
-    p.inplace = (0,)
-    return p
+def _scan(name: str, jvp=None, kinds: str = "num", **facts) -> Primitive:
+    return _axis_op(name, kinds, lambda name, x, axis, *, reverse: ShapedArray(x.shape, x.dtype, is_weak(x)), True,
+                    jvp, inplace=(0,), **facts)
 
 
 def _shift(x, axis: int, d: int, fill, reverse: bool):
@@ -179,8 +178,7 @@ def _log_step_scan(x, t, axis, reverse, identity, combine):
     return t
 
 
-cumsum_p = _scan("cumsum", linear_jvp, "number")
-cumsum_p.linear_in = "all"
+cumsum_p = _scan("cumsum", linear_jvp, "number", linear_in="all")
 
 
 @cumsum_p.def_transpose

@@ -29,8 +29,7 @@ def _bind_dims(prim: Primitive, x, dimensions, rank: int):
 
 
 # ------------------------------------------------------------------------------------------------------ squeeze
-squeeze_p = Primitive("squeeze")
-squeeze_p.linear_in = "all"
+squeeze_p = Primitive("squeeze", linear_in="all")
 
 
 @squeeze_p.def_abstract_eval
@@ -63,8 +62,7 @@ def squeeze(x, dimensions: Sequence[int]):
 
 
 # -------------------------------------------------------------------------------------------------- expand_dims
-expand_dims_p = Primitive("expand_dims")
-expand_dims_p.linear_in = "all"
+expand_dims_p = Primitive("expand_dims", linear_in="all")
 
 
 @expand_dims_p.def_abstract_eval
@@ -94,8 +92,7 @@ def expand_dims(x, dimensions: Sequence[int]):
 
 
 # ---------------------------------------------------------------------------------------------------------- rev
-rev_p = Primitive("rev")
-rev_p.linear_in = "all"
+rev_p = Primitive("rev", linear_in="all")
 
 
 @rev_p.def_abstract_eval

@@ -23,8 +23,7 @@ def _shape_of(x) -> tuple[int, ...]:
 
 
 # -------------------------------------------------------------------------------------------------------- slice
-slice_p = Primitive("slice")
-slice_p.linear_in = "all"
+slice_p = Primitive("slice", linear_in="all")
 
 
 @slice_p.def_abstract_eval
@@ -87,8 +86,7 @@ def _check_start_indices(op: str, x, idx) -> None:
             raise TypeError(f"{op}: start indices must be integer scalars, got {short(i)} for {short(x)}")
 
 
-dynamic_slice_p = Primitive("dynamic_slice")
-dynamic_slice_p.linear_in = (0,)
+dynamic_slice_p = Primitive("dynamic_slice", linear_in=(0,))
 
 
 @dynamic_slice_p.def_abstract_eval
@@ -155,8 +153,7 @@ def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int]):
 
 
 # ----------------------------------------------------------------------------------------- dynamic_update_slice
-dynamic_update_slice_p = Primitive("dynamic_update_slice")
-dynamic_update_slice_p.linear_in = (0, 1)
+dynamic_update_slice_p = Primitive("dynamic_update_slice", linear_in=(0, 1))
 
 
 @dynamic_update_slice_p.def_abstract_eval
@@ -205,8 +202,7 @@ def dynamic_update_slice(x, update, start_indices: Sequence):
 
 
 # ---------------------------------------------------------------------------------------------------------- pad
-pad_p = Primitive("pad")
-pad_p.linear_in = "all"
+pad_p = Primitive("pad", linear_in="all")
 
 
 @pad_p.def_abstract_eval
@@ -264,8 +260,7 @@ def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
 
 
 # -------------------------------------------------------------------------------------------------- concatenate
-concatenate_p = Primitive("concatenate")
-concatenate_p.linear_in = "all"
+concatenate_p = Primitive("concatenate", linear_in="all")
 
 
 @concatenate_p.def_abstract_eval

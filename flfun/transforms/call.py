@@ -7,48 +7,17 @@ transform in any order; derived programs and executables are cached on the ``Clo
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable
 
-import numpy as np
-
 from flfun import core
-from flfun.array import Array
 from flfun.compiler.passes import partial_eval
 from flfun.compiler.pipeline import compile_program
-from flfun.core import Primitive, ShapedArray, Tracer, trace_state, get_aval, register_impl, to_array
-from flfun.ir import ClosedProgram, Eqn, Literal, Program, eval_program
-from flfun.primitives.rules import (UndefinedPrimal, Zero, is_zero, moveaxis, moveaxis_to_front, not_mapped,
-                                    tangent_aval)
-from flfun.transforms.staging import trace_to_program
+from flfun.core import Primitive, get_aval
+from flfun.ir import ClosedProgram
+from flfun.primitives.rules import UndefinedPrimal, Zero, is_zero, moveaxis, not_mapped
+from flfun.transforms.subprogram import (batch_program, close_program, host_impls, jvp_program, kept,  # noqa: F401
+                                         transpose_program, with_zeros)
 from flfun.util import once
-
-
-# ------------------------------------------------------------------------------------------ closing programs
-def close_program(program: Program, consts: list) -> tuple[ClosedProgram, list]:
-    """Turn traced constants into: literals (scalars), constants (concrete arrays) or, for tracers of outer
-    transforms and arrays an eager grad tape is watching, leading inputs. Returns the closed program and those
-    values."""
-    tracers, keep, env = {}, {}, {}      # constvar -> outer tracer / concrete array / scalar Literal
-    tape = trace_state.tape
-    for v, c in zip(program.constvars, consts):
-        if isinstance(c, Tracer) or tape is not None and id(c) in tape.index:   # the eager grad tape watches c
-            tracers[v] = c
-            continue
-        arr = c if type(c) is Array else to_array(c, v.aval.dtype if type(c) in (int, float, bool, complex) else None)
-        if arr.shape:
-            keep[v] = arr
-        else:
-            env[v] = Literal(np.asarray(arr)[()], v.aval)
-    eqns = [Eqn(e.prim, tuple(env.get(x, x) for x in e.inputs), e.outputs, e.params) for e in program.eqns]
-    program = Program(list(keep), [*tracers, *program.invars], eqns, [env.get(x, x) for x in program.outvars])
-    return ClosedProgram(program, list(keep.values())), list(tracers.values())
-
-
-def trace_closed(fn: Callable, in_avals: list[ShapedArray]) -> ClosedProgram:
-    """Trace ``fn(*tracers) -> list`` into a closed program (used by the call primitive's rules: ``fn`` evaluates
-    closed programs on its own inputs, so it never captures an outer tracer)."""
-    return close_program(*trace_to_program(fn, in_avals, dynamic=True))[0]
 
 
 # ------------------------------------------------------------------------------------------ call primitive
@@ -60,60 +29,13 @@ def _jit_abstract_eval(*avals, closed, name, donated):
     return list(closed.out_avals)
 
 
-def _kept(xs, keep) -> list:
-    return [x for x, k in zip(xs, keep) if k]
-
-
 def _jvp_split(closed: ClosedProgram, nz: tuple):
     """jvp of the program, split into a primal program (outputs + residuals) and a linear tangent program."""
-    from flfun.transforms.jvp import jvp_flat
-    avals, n = closed.in_avals, len(closed.in_avals)
-    out_nz: list = []
-
-    def f(*xs):
-        ts = iter(xs[n:])
-        tangents = [next(ts) if z else Zero(tangent_aval(a)) for a, z in zip(avals, nz)]
-        outs, touts = jvp_flat(lambda *a: eval_program(closed.program, closed.consts, a), list(xs[:n]), tangents)
-        out_nz[:] = [not is_zero(t) for t in touts]
-        return list(outs) + [t for t in touts if not is_zero(t)]
-    t_avals = [tangent_aval(a) for a in _kept(avals, nz)]
-    jclosed = trace_closed(f, list(avals) + t_avals)
-    num_out = len(closed.out_avals)
-    known, unknown, res_invars = partial_eval(jclosed.program, [True] * n + [False] * len(t_avals), num_out)
+    jclosed, out_nz = jvp_program(closed, nz)
+    n, num_out = len(closed.in_avals), len(closed.out_avals)
+    known, unknown, res_invars = partial_eval(jclosed.program, [True] * n + [False] * sum(nz), num_out)
     return (ClosedProgram(known, jclosed.consts), ClosedProgram(unknown, jclosed.consts), res_invars, num_out,
             tuple(out_nz))
-
-
-def _transpose_program(closed: ClosedProgram, undef: tuple, ct_nz: tuple, site: CallSite):
-    """The transposed program of ``closed`` for the linear inputs ``undef`` and nonzero output cotangents
-    ``ct_nz``; ``site`` adjusts each output cotangent and the input cotangents (pmap sums and masks them)."""
-    from flfun.transforms.transpose import backward_pass
-    prog = closed.program
-    lin, nonlin = _kept(prog.invars, undef), _kept(prog.invars, [not u for u in undef])
-    view = Program(list(prog.constvars) + nonlin, lin, prog.eqns, prog.outvars)
-    out_avals = [tangent_aval(v.aval) for v in prog.outvars]
-    in_nz: list = []
-
-    def f(*xs):
-        cts = iter(xs[len(nonlin):])
-        cts_out = [site.adjust_ct(i, next(cts)) if z else Zero(a) for i, (z, a) in enumerate(zip(ct_nz, out_avals))]
-        res = site.adjust_cts_in(backward_pass(view, list(closed.consts) + list(xs[:len(nonlin)]), cts_out), undef)
-        in_nz[:] = [not is_zero(c) for c in res]
-        return [c for c in res if not is_zero(c)]
-    tclosed = trace_closed(f, [v.aval for v in nonlin] + _kept(out_avals, ct_nz))
-    return tclosed, tuple(in_nz)
-
-
-def _batch_program(closed: ClosedProgram, size: int, axis_name, dims: tuple, in_avals: list):
-    from flfun.transforms.vmap import AxisData, vmap_flat
-    mapped: list = []
-
-    def f(*xs):
-        vals, bdims = vmap_flat(lambda *a: eval_program(closed.program, closed.consts, a), AxisData(size, axis_name),
-                                list(xs), list(dims))
-        mapped[:] = [d is not not_mapped for d in bdims]
-        return [moveaxis_to_front(v, d, size) if d is not not_mapped else v for v, d in zip(vals, bdims)]
-    return trace_closed(f, in_avals), tuple(mapped)
 
 
 class CallSite:
@@ -149,10 +71,10 @@ def call_jvp(site: CallSite, primals, tangents):
     res_axes = (site.residual_axis,) * (len(known.out_avals) - num_out)
     outs = site.bind(primals, known, site.name, site.in_axes, site.out_axes + res_axes)
     residuals = [primals[i] for i in res_invars] + list(outs[num_out:])
-    lin_in_axes = tuple(site.in_axes[i] for i in res_invars) + res_axes + tuple(_kept(site.in_axes, nz))
-    touts = iter(site.bind(residuals + _kept(tangents, nz), lin, f"jvp({site.name})", lin_in_axes,
-                           tuple(_kept(site.out_axes, out_nz))) if any(out_nz) else [])
-    return outs[:num_out], [next(touts) if z else Zero(tangent_aval(get_aval(o))) for z, o in zip(out_nz, outs)]
+    lin_in_axes = tuple(site.in_axes[i] for i in res_invars) + res_axes + tuple(kept(site.in_axes, nz))
+    touts = site.bind(residuals + kept(tangents, nz), lin, f"jvp({site.name})", lin_in_axes,
+                      tuple(kept(site.out_axes, out_nz))) if any(out_nz) else []
+    return outs[:num_out], with_zeros(out_nz, touts, outs)
 
 
 def call_transpose(site: CallSite, cts, args):
@@ -160,10 +82,10 @@ def call_transpose(site: CallSite, cts, args):
     undef = tuple(type(a) is UndefinedPrimal for a in args)
     known = [not u for u in undef]
     ct_nz = tuple(not is_zero(c) for c in cts)
-    tclosed, in_nz = site.derive(("transpose", undef, ct_nz), _transpose_program, undef, ct_nz, site)
-    t_in_axes = tuple(_kept(site.in_axes, known) + _kept(site.out_axes, ct_nz))
-    t_out_axes = tuple(_kept(_kept(site.in_axes, undef), in_nz))
-    outs = iter(site.bind(_kept(args, known) + _kept(cts, ct_nz), tclosed, f"transpose({site.name})", t_in_axes,
+    tclosed, in_nz = site.derive(("transpose", undef, ct_nz), transpose_program, undef, ct_nz, site)
+    t_in_axes = tuple(kept(site.in_axes, known) + kept(site.out_axes, ct_nz))
+    t_out_axes = tuple(kept(kept(site.in_axes, undef), in_nz))
+    outs = iter(site.bind(kept(args, known) + kept(cts, ct_nz), tclosed, f"transpose({site.name})", t_in_axes,
                           t_out_axes) if any(in_nz) else [])
     nzs = iter(in_nz)
     return [None if not u else (next(outs) if next(nzs) else Zero(a.aval)) for a, u in zip(args, undef)]
@@ -176,8 +98,7 @@ def call_batch(site: CallSite, axis, args, dims):
     dims = tuple(0 if m else d for d, m in zip(dims, moved))
     avals = [get_aval(a) if ax is None else get_aval(a).update(shape=get_aval(a).shape[1:])
              for a, ax in zip(args, site.in_axes)]
-    bclosed, mapped = site.derive(("batch", axis.size, axis.name, dims), _batch_program, axis.size, axis.name,
-                                  dims, avals)
+    bclosed, mapped = site.derive(("batch", axis.size, axis.name, dims), batch_program, axis, dims, None, avals)
     outs = site.bind(args, bclosed, f"vmap({site.name})", site.in_axes, site.out_axes)
     return outs, [not_mapped if not m else (0 if ax is None else 1) for m, ax in zip(mapped, site.out_axes)]
 
@@ -198,8 +119,7 @@ def _jit_impl(backend: str, *vals, closed, name, donated):
     return compile_program(closed, dev if dev.backend == backend else get_backend(backend).devices[0])(*vals)
 
 
-for _backend in ("numpy", "cupy"):
-    register_impl(jit_p, _backend, functools.partial(_jit_impl, _backend))
+host_impls(jit_p, _jit_impl)
 
 
-__all__ = ["jit_p", "close_program", "trace_closed"]
+__all__ = ["jit_p", "close_program"]

@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import functools
 
-from flfun.core import Primitive, register_impl, register_lowering, short
-from flfun.ir import ClosedProgram, eval_program
+from flfun.core import Primitive, register_lowering, short
+from flfun.ir import eval_program
 from flfun.compiler.bodies import lower_cond
 from flfun.compiler.executor import PLANNED
 from flfun.compiler.passes import partial_eval
-from flfun.primitives.base import moveaxis_to_front
+from flfun.primitives.base import instantiate, moveaxis_to_front
 from flfun.primitives.common import Zero, is_undefined, is_zero, not_mapped, tangent_aval
 from flfun.primitives.elementwise import select_n
-from flfun.primitives.shape import broadcast_in_dim, full
-from flfun.transforms.call import trace_closed
+from flfun.primitives.shape import broadcast_in_dim
 from flfun.transforms.loops import float_nz
-from flfun.transforms.subprogram import (batch_program, check_types, fresh, jvp_program, run_closed, strong,
-                                         transpose_program)
+from flfun.transforms.subprogram import (batch_program, check_types, fresh, host_impls, jvp_program, kept, run_closed,
+                                         strong, trace_closed, transpose_program, with_zeros)
 from flfun import dtypes
 
 cond_p = Primitive("cond", multiple_results=True)
@@ -41,13 +40,8 @@ def _cond_impl(backend, index, *vals, branches):
     return fresh(run_closed(branches[i], backend, list(vals)), vals)
 
 
-for _b in ("numpy", "cupy"):
-    register_impl(cond_p, _b, functools.partial(_cond_impl, _b))
+host_impls(cond_p, _cond_impl)
 register_lowering(cond_p, PLANNED, lower_cond)      # under jit: each branch compiled once, into the planned buffers
-
-
-def _zeros(aval):
-    return full(aval.shape, 0, aval.dtype)
 
 
 def _cond_jvp(primals, tangents, *, branches):
@@ -67,7 +61,7 @@ def _cond_jvp(primals, tangents, *, branches):
         jb, (known, _, pos) = jbs[i], splits[i]
         outs = eval_program(known, jb.consts, xs)
         mine = [xs[p] for p in pos] + outs[n_out:]
-        res = [_zeros(a) for a in slots]
+        res = [instantiate(Zero(a)) for a in slots]
         res[starts[i]:starts[i] + len(mine)] = mine
         return outs[:n_out] + res
 
@@ -78,11 +72,10 @@ def _cond_jvp(primals, tangents, *, branches):
     in_avals = branches[0].in_avals
     kbs = tuple(trace_closed(functools.partial(known_fn, i), in_avals) for i in range(len(jbs)))
     outs = cond_p.bind(index, *ops, branches=kbs)
-    t_avals = slots + [tangent_aval(a) for a, z in zip(in_avals, nz) if z]
+    t_avals = slots + [tangent_aval(a) for a in kept(in_avals, nz)]
     tbs = tuple(trace_closed(functools.partial(tangent_fn, i), t_avals) for i in range(len(jbs)))
-    touts = iter(cond_p.bind(index, *outs[n_out:], *[t for t, z in zip(t_ops, nz) if z], branches=tbs)
-                 if any(out_nz) else [])
-    return outs[:n_out], [next(touts) if z else Zero(tangent_aval(o)) for o, z in zip(outs[:n_out], out_nz)]
+    touts = cond_p.bind(index, *outs[n_out:], *kept(t_ops, nz), branches=tbs) if any(out_nz) else []
+    return outs[:n_out], with_zeros(out_nz, touts, outs)
 
 
 cond_p.def_jvp(_cond_jvp)
@@ -93,8 +86,7 @@ def _cond_transpose(cts, index, *ops, branches):
     lin = [is_undefined(a) for a in ops]
     ct_nz = [not is_zero(c) for c in cts]
     tbs = tuple(transpose_program(b, lin, ct_nz) for b in branches)
-    outs = iter(cond_p.bind(index, *[a for a, k in zip(ops, lin) if not k], *[c for c in cts if not is_zero(c)],
-                            branches=tbs))
+    outs = iter(cond_p.bind(index, *kept(ops, [not k for k in lin]), *kept(cts, ct_nz), branches=tbs))
     return [None] + [next(outs) if k else None for k in lin]
 
 

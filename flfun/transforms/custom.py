@@ -10,11 +10,11 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from flfun.core import Primitive, trace_state, get_aval, register_impl, short
+from flfun.core import Primitive, trace_state, get_aval, short
 from flfun.primitives.base import instantiate, moveaxis_to_front
 from flfun.primitives.common import Zero, is_zero, tangent_aval
-from flfun.transforms.jvp import as_arrays
-from flfun.transforms.subprogram import batch_program, fresh, run_closed, strong, trace_body
+from flfun.transforms.jvp import as_arrays, flatten_fun
+from flfun.transforms.subprogram import batch_program, fresh, host_impls, run_closed, split, strong, trace_body
 from flfun.tree import tree_flatten, tree_unflatten
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
@@ -32,8 +32,7 @@ def _call_impl(backend, *vals, call, num_consts, **rule):
 
 for _p in (custom_jvp_call_p, custom_vjp_call_p):
     _p.def_abstract_eval(_call_abstract_eval)
-    for _b in ("numpy", "cupy"):
-        register_impl(_p, _b, functools.partial(_call_impl, _b))
+    host_impls(_p, _call_impl)
 
 
 def _no_closure_tangents(name: str, tangents, num_consts: int) -> None:
@@ -51,8 +50,7 @@ def _check_like(name: str, what: str, got: list, want: list) -> None:
 # ---------------------------------------------------------------------------------------------- custom_jvp
 def _custom_jvp_rule(primals, tangents, *, call, num_consts, jvp, name):
     _no_closure_tangents(f"custom_jvp {name}", tangents, num_consts)
-    ps = list(primals[num_consts:])
-    outs, touts = jvp(ps, [instantiate(t) for t in tangents[num_consts:]])
+    outs, touts = jvp(list(primals[num_consts:]), [instantiate(t) for t in tangents[num_consts:]])
     outs, touts = as_arrays(outs), as_arrays(touts)
     _check_like(f"custom_jvp {name}", "primal output", [get_aval(o) for o in outs], call.out_avals)
     _check_like(f"custom_jvp {name}", "tangent output", [get_aval(t) for t in touts], call.out_avals)
@@ -75,27 +73,25 @@ def _vmapped(fn: Callable, axis) -> Callable:
         shape = []
 
         def flat(*xs):
-            parts, i = [], 0
-            for n in sizes:
-                parts.append(list(xs[i:i + n]))
-                i += n
-            res = fn(*parts)
+            res = fn(*split(xs, *sizes[:-1]))
             shape[:] = [len(r) for r in res]
             return [x for r in res for x in r]
         vals, bdims = vmap_flat(flat, axis, [x for g in groups for x in g], [0] * sum(sizes))
-        vals, out, i = _front_all(axis, vals, bdims), [], 0
-        for n in shape:
-            out.append(vals[i:i + n])
-            i += n
-        return tuple(out)
+        return tuple(split(_front_all(axis, vals, bdims), *shape[:-1]))
     return mapped
 
 
-def _custom_jvp_batch(axis, args, dims, *, call, num_consts, jvp, name):
+def _batched_call(prim: Primitive, axis, args, dims, call, **params):
+    """Bind ``prim`` on the operands and ``call`` with their mapped axis first (so the results have it first)."""
     args = _front_all(axis, args, dims)
     bcall, _ = batch_program(call, axis, [0] * len(args), [True] * len(call.out_avals))
-    outs = custom_jvp_call_p.bind(*args, call=bcall, num_consts=num_consts, jvp=_vmapped(jvp, axis), name=name)
+    outs = prim.bind(*args, call=bcall, **params)
     return outs, [0] * len(outs)
+
+
+def _custom_jvp_batch(axis, args, dims, *, call, num_consts, jvp, name):
+    return _batched_call(custom_jvp_call_p, axis, args, dims, call, num_consts=num_consts, jvp=_vmapped(jvp, axis),
+                         name=name)
 
 
 custom_jvp_call_p.def_batch(_custom_jvp_batch)
@@ -121,12 +117,7 @@ class _Custom:
     def _bind(self, prim: Primitive, args: tuple, **rule):
         nondiff, diff, merge = self._split(args)
         leaves, in_tree = tree_flatten(diff)
-        trees = []
-
-        def flat(*xs):
-            out_leaves, tree = tree_flatten(self.fun(*merge(tree_unflatten(in_tree, xs))))
-            trees.append(tree)
-            return out_leaves
+        flat, trees = flatten_fun(lambda *d: self.fun(*merge(d)), in_tree)
         call, captured = trace_body(flat, [strong(get_aval(x)) for x in leaves])
         made = {k: v(nondiff, merge, in_tree, trees[0], call) for k, v in rule.items()}
         outs = prim.bind(*captured, *leaves, call=call, num_consts=len(captured),
@@ -191,12 +182,9 @@ custom_vjp_call_p.def_jvp(_custom_vjp_rule)
 
 
 def _custom_vjp_batch(axis, args, dims, *, call, num_consts, fwd, bwd, name):
-    args = _front_all(axis, args, dims)
-    bcall, _ = batch_program(call, axis, [0] * len(args), [True] * len(call.out_avals))
     bwd_b = _vmapped(lambda res, cts: ([instantiate(c) for c in bwd(res, cts)],), axis)
-    outs = custom_vjp_call_p.bind(*args, call=bcall, num_consts=num_consts, fwd=_vmapped(fwd, axis),
-                                  bwd=lambda res, cts: bwd_b(res, cts)[0], name=name)
-    return outs, [0] * len(outs)
+    return _batched_call(custom_vjp_call_p, axis, args, dims, call, num_consts=num_consts, fwd=_vmapped(fwd, axis),
+                         bwd=lambda res, cts: bwd_b(res, cts)[0], name=name)
 
 
 custom_vjp_call_p.def_batch(_custom_vjp_batch)
@@ -207,13 +195,12 @@ def _lin_abstract_eval(*avals, num_res, bwd, nz, out_avals, name):
     return list(out_avals)
 
 
-def _lin_impl(*vals, name, **params):
+def _lin_impl(backend, *vals, name, **params):
     raise TypeError(f"custom_vjp {name}: forward-mode differentiation (jvp, jacfwd) does not work through a "
                     f"custom_vjp function; use custom_jvp, or reverse mode (grad, vjp, jacrev)")
 
 
-for _b in ("numpy", "cupy"):
-    register_impl(custom_lin_p, _b, _lin_impl)
+host_impls(custom_lin_p, _lin_impl)
 
 
 @custom_lin_p.def_transpose

@@ -27,9 +27,9 @@ from flfun.core import Tracer, trace_state, get_aval, short, wrap
 from flfun.ir import ClosedProgram
 from flfun.memory import get_allocator
 from flfun.memory.planner import MemoryPlan
-from flfun.transforms.call import close_program, jit_p
+from flfun.transforms.call import jit_p
 from flfun.transforms.jvp import flatten_fun
-from flfun.transforms.staging import trace_to_program
+from flfun.transforms.subprogram import close_program, trace_body
 from flfun.transforms.vjp import with_args
 from flfun.tree import tree_flatten, tree_leaves, tree_unflatten
 from flfun.util import once, decorator_factory
@@ -103,8 +103,8 @@ def _check_arg_specs(name: str, params: list, static: tuple, names: tuple, donat
     and for an argument that is both static and donated."""
     kinds = {p.kind for p in params}
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    n = len(positional)
     if params and inspect.Parameter.VAR_POSITIONAL not in kinds:
-        n = len(positional)
         for what, nums in (("static_argnums", static), ("donate_argnums", donate)):
             if any(not -n <= i < n for i in nums):
                 raise ValueError(f"jit: {what}={nums} for {name}, which takes {n} positional argument(s)")
@@ -113,7 +113,6 @@ def _check_arg_specs(name: str, params: list, static: tuple, names: tuple, donat
         if unknown:
             raise ValueError(f"jit: static_argnames {unknown} are not parameters of {name} "
                              f"({', '.join(p.name for p in params)})")
-    n = len(positional)
     norm = (lambda i: i % n) if n else (lambda i: i)
     static_pos = {norm(i) for i in static} | {positional.index(k) for k in names if k in positional}
     both = static_pos & {norm(i) for i in donate}
@@ -209,7 +208,7 @@ class JitFunction:
             def fun(dyn, dyn_kw):
                 return self.fun(*with_args(args, dyn_pos, dyn), **{**kwargs, **dyn_kw})
             flat_fun, out_tree = flatten_fun(fun, in_tree)
-            closed, tracers = close_program(*trace_to_program(flat_fun, list(avals), dynamic=True))
+            closed, tracers = trace_body(flat_fun, avals)
             self.trace_count += 1
             return _Traced(closed, out_tree[0], tracers, avals, in_tree, key)
         return once(self._traces, key, make, lambda traced: not traced.tracers), leaves, avals, donated
@@ -370,9 +369,7 @@ def make_ir(fun: Callable, static_argnums: int | Sequence[int] = (), optimized: 
     """
     def make(*args, **kwargs):
         traced = JitFunction(fun, static_argnums)._trace(args, kwargs)[0]
-        if optimized:
-            return ClosedProgram(*pipeline.optimized(traced.closed))
-        return traced.closed
+        return ClosedProgram(*pipeline.optimized(traced.closed)) if optimized else traced.closed
     return make
 
 

@@ -54,9 +54,7 @@ class JVPTrace(Trace):
 
 def leaf_like(x, aval):
     """A tangent or cotangent leaf as an array: a Python number takes ``aval``'s dtype, numpy values are converted."""
-    if isinstance(x, Array):
-        return x
-    return to_array(x, aval.dtype if type(x) in (int, float) else None)
+    return x if isinstance(x, Array) else to_array(x, aval.dtype if type(x) in (int, float) else None)
 
 
 def _tangent_leaves(fname: str, tangents: tuple, p_leaves: list, p_tree, structure_error: str) -> list:

@@ -8,12 +8,8 @@ beside the primal carry, reverse mode is an error (the trip count is not known w
 """
 from __future__ import annotations
 
-import functools
-
-import numpy as np
-
 from flfun import dtypes
-from flfun.core import Primitive, ShapedArray, register_impl, register_lowering, short
+from flfun.core import Primitive, ShapedArray, register_lowering, short
 from flfun.ir import ClosedProgram, Program, Var, eval_program
 from flfun.compiler.bodies import lower_scan, lower_while
 from flfun.compiler.executor import PLANNED
@@ -22,10 +18,9 @@ from flfun.primitives.base import instantiate, moveaxis, moveaxis_to_front
 from flfun.primitives.common import Zero, is_undefined, is_zero, not_mapped, tangent_aval
 from flfun.primitives.elementwise import add, select_n
 from flfun.primitives.reduce import reduce_or
-from flfun.primitives.shape import broadcast_in_dim, full
-from flfun.transforms.call import trace_closed
-from flfun.transforms.subprogram import (batch_program, check_types, fresh, jvp_program, run_closed, strong,
-                                         transpose_program)
+from flfun.primitives.shape import broadcast_in_dim
+from flfun.transforms.subprogram import (batch_program, check_types, fresh, host_impls, jvp_program, kept, run_closed,
+                                         split, strong, trace_closed, transpose_program, with_zeros)
 
 
 def _xp(backend: str):
@@ -33,16 +28,19 @@ def _xp(backend: str):
     return get_backend(backend).xp
 
 
-def _split(xs, *sizes) -> list:
-    out, i = [], 0
-    for n in sizes:
-        out.append(list(xs[i:i + n]))
-        i += n
-    return out + [list(xs[i:])]
-
-
 def float_nz(tangents, avals) -> list:
     return [not is_zero(t) and dtypes.is_inexact(a.dtype) for t, a in zip(tangents, avals)]
+
+
+def _fixpoint(derive, flags: list):
+    """``derive(flags) -> (program, out_flags)`` for carry ``flags`` (which carries have a tangent, or are batched)
+    grown until every carry whose leading out flag is set has its flag set going in; returns both and the flags."""
+    while True:
+        prog, out = derive(flags)
+        grown = [a or b for a, b in zip(flags, out)]
+        if grown == flags:
+            return prog, out, flags
+        flags = grown
 
 
 # --------------------------------------------------------------------------------------------------- scan
@@ -51,7 +49,7 @@ scan_p = Primitive("scan", multiple_results=True)
 
 @scan_p.def_abstract_eval
 def _scan_abstract_eval(*avals, body, num_consts, num_carry, length, reverse, unroll):
-    consts, carry, xs = _split(avals, num_consts, num_carry)
+    consts, carry, xs = split(avals, num_consts, num_carry)
     for x in xs:
         if not x.shape or x.shape[0] != length:
             raise TypeError(f"scan: every xs leaf needs a leading axis of length {length}, got {short(x)}")
@@ -63,7 +61,7 @@ def _scan_abstract_eval(*avals, body, num_consts, num_carry, length, reverse, un
 
 
 def _scan_impl(backend, *vals, body, num_consts, num_carry, length, reverse, unroll):
-    consts, carry, xs = _split(vals, num_consts, num_carry)
+    consts, carry, xs = split(vals, num_consts, num_carry)
     xp = _xp(backend)
     ys = [xp.empty((length,) + a.shape, a.dtype) for a in body.out_avals[num_carry:]]
     for i in (range(length - 1, -1, -1) if reverse else range(length)):
@@ -74,21 +72,16 @@ def _scan_impl(backend, *vals, body, num_consts, num_carry, length, reverse, unr
     return fresh(carry, vals) + ys
 
 
-for _b in ("numpy", "cupy"):
-    register_impl(scan_p, _b, functools.partial(_scan_impl, _b))
+host_impls(scan_p, _scan_impl)
 register_lowering(scan_p, PLANNED, lower_scan)     # under jit: the body compiled once, carries double-buffered
 
 
 def _scan_jvp(primals, tangents, *, body, num_consts, num_carry, length, reverse, unroll):
     nc, nk, n = num_consts, num_carry, len(primals)
     avals = body.in_avals
-    c_nz, k_nz, x_nz = _split(float_nz(tangents, avals), nc, nk)
+    c_nz, k_nz, x_nz = split(float_nz(tangents, avals), nc, nk)
     ny = len(body.out_avals) - nk
-    while True:        # which carries have a tangent: a fixpoint over the body
-        jbody, out_nz = jvp_program(body, c_nz + k_nz + x_nz, k_nz + [False] * ny)
-        if out_nz[:nk] == k_nz:
-            break
-        k_nz = [a or b for a, b in zip(k_nz, out_nz[:nk])]
+    jbody, out_nz, k_nz = _fixpoint(lambda k: jvp_program(body, c_nz + k + x_nz, k + [False] * ny), k_nz)
     nt = sum(c_nz) + sum(k_nz) + sum(x_nz)
     known, unknown, res_pos = partial_eval(jbody.program, [True] * n + [False] * nt, nk + ny)
     n_comp = len(known.outvars) - nk - ny
@@ -102,19 +95,17 @@ def _scan_jvp(primals, tangents, *, body, num_consts, num_carry, length, reverse
     outs = scan_p.bind(*primals, body=kscan, num_consts=nc, num_carry=nk, length=length, reverse=reverse,
                        unroll=unroll)
     stacked = outs[nk + ny:]
-    tc, tk, tx = _split(t_vars, sum(c_nz), sum(k_nz))
+    tc, tk, tx = split(t_vars, sum(c_nz), sum(k_nz))
     pick = lambda w: [v for v, kw in zip(res_in, kind) if kw == w]
     tbody = ClosedProgram(Program(unknown.constvars, pick("c") + tc + tk + pick("x") + comp_vars + pick("k") + tx,
                                   unknown.eqns, unknown.outvars), jbody.consts)
     res_vals = lambda w: [primals[p] for p, kw in zip(res_pos, kind) if kw == w]
-    t_c, t_k, t_x = _split(tangents, nc, nk)
-    t_k = [instantiate(t) if is_zero(t) else t for t, z in zip(t_k, k_nz) if z]
-    args = (res_vals("c") + [t for t, z in zip(t_c, c_nz) if z] + t_k + res_vals("x") + stacked +
-            [t for t, z in zip(t_x, x_nz) if z])
-    touts = iter(scan_p.bind(*args, body=tbody, num_consts=len(pick("c")) + sum(c_nz), num_carry=sum(k_nz),
-                             length=length, reverse=reverse, unroll=unroll) if any(out_nz) else [])
-    primal_outs = outs[:nk + ny]
-    return primal_outs, [next(touts) if z else Zero(tangent_aval(o)) for o, z in zip(primal_outs, out_nz)]
+    t_c, t_k, t_x = split(tangents, nc, nk)
+    t_k = [instantiate(t) for t in kept(t_k, k_nz)]
+    args = res_vals("c") + kept(t_c, c_nz) + t_k + res_vals("x") + stacked + kept(t_x, x_nz)
+    touts = scan_p.bind(*args, body=tbody, num_consts=len(pick("c")) + sum(c_nz), num_carry=sum(k_nz),
+                        length=length, reverse=reverse, unroll=unroll) if any(out_nz) else []
+    return outs[:nk + ny], with_zeros(out_nz, touts, outs)
 
 
 scan_p.def_jvp(_scan_jvp)
@@ -123,25 +114,24 @@ scan_p.def_jvp(_scan_jvp)
 def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse, unroll):
     """The body is linear in the undefined consts, every carry and the undefined xs (a tangent scan)."""
     nc, nk = num_consts, num_carry
-    consts, carry, xs = _split(args, nc, nk)
+    consts, carry, xs = split(args, nc, nk)
     c_lin, x_lin = [is_undefined(a) for a in consts], [is_undefined(a) for a in xs]
     ct_k, ct_y = cts[:nk], cts[nk:]
     y_nz = [not is_zero(c) for c in ct_y]
     tp = transpose_program(body, c_lin + [True] * nk + x_lin, [True] * nk + y_nz)
-    res_c = [a for a, lin in zip(consts, c_lin) if not lin]
-    res_x = [a for a, lin in zip(xs, x_lin) if not lin]
-    lin_c = [a.aval for a, lin in zip(consts, c_lin) if lin]
+    res_c, res_x = kept(consts, [not lin for lin in c_lin]), kept(xs, [not lin for lin in x_lin])
+    lin_c = [a.aval for a in kept(consts, c_lin)]
     avals = tp.in_avals
     nrc, nrx, nlc = len(res_c), len(res_x), len(lin_c)
 
     def f(*vals):
-        rc, acc, k, rx, y = _split(vals, nrc, nlc, nk, nrx)
+        rc, acc, k, rx, y = split(vals, nrc, nlc, nk, nrx)
         outs = eval_program(tp.program, tp.consts, rc + rx + k + y)
-        g_c, g_k, g_x = _split(outs, nlc, nk)
+        g_c, g_k, g_x = split(outs, nlc, nk)
         return [add(a, g) for a, g in zip(acc, g_c)] + g_k + g_x
     k_avals = [tangent_aval(a) for a in body.out_avals[:nk]]
     tbody = trace_closed(f, avals[:nrc] + lin_c + k_avals + avals[nrc:nrc + nrx] + avals[nrc + nrx + nk:])
-    outs = scan_p.bind(*res_c, *[full(a.shape, 0, a.dtype) for a in lin_c],
+    outs = scan_p.bind(*res_c, *[instantiate(Zero(a)) for a in lin_c],
                        *[instantiate(c) for c in ct_k], *res_x, *[c for c in ct_y if not is_zero(c)],
                        body=tbody, num_consts=nrc, num_carry=nlc + nk, length=length, reverse=not reverse,
                        unroll=unroll)
@@ -155,20 +145,15 @@ scan_p.def_transpose(_scan_transpose)
 
 def _scan_batch(axis, args, dims, *, body, num_consts, num_carry, length, reverse, unroll):
     nc, nk = num_consts, num_carry
-    consts, carry, xs = _split(args, nc, nk)
-    d_c, d_k, d_x = _split(dims, nc, nk)
+    consts, carry, xs = split(args, nc, nk)
+    d_c, d_k, d_x = split(dims, nc, nk)
     consts = [a if d is not_mapped else moveaxis(a, d, 0) for a, d in zip(consts, d_c)]
     xs = [a if d is not_mapped else moveaxis(a, d, 1) for a, d in zip(xs, d_x)]
     c_dims = [None if d is not_mapped else 0 for d in d_c]
     x_dims = [None if d is not_mapped else 0 for d in d_x]
-    k_b = [d is not not_mapped for d in d_k]
     ny = len(body.out_avals) - nk
-    while True:
-        bbody, mapped = batch_program(body, axis, c_dims + [0 if b else None for b in k_b] + x_dims,
-                                      k_b + [False] * ny)
-        if mapped[:nk] == k_b:
-            break
-        k_b = [a or b for a, b in zip(k_b, mapped[:nk])]
+    bbody, mapped, k_b = _fixpoint(lambda k: batch_program(body, axis, c_dims + [0 if b else None for b in k] + x_dims,
+                                                           k + [False] * ny), [d is not not_mapped for d in d_k])
     carry = [moveaxis_to_front(a, d, axis.size) if b else a for a, d, b in zip(carry, d_k, k_b)]
     outs = scan_p.bind(*consts, *carry, *xs, body=bbody, num_consts=nc, num_carry=nk, length=length,
                        reverse=reverse, unroll=unroll)
@@ -189,7 +174,7 @@ def check_predicate(op: str, aval) -> None:
 
 @while_p.def_abstract_eval
 def _while_abstract_eval(*avals, cond, body, cond_nconsts, body_nconsts):
-    cc, bc, carry = _split(avals, cond_nconsts, body_nconsts)
+    cc, bc, carry = split(avals, cond_nconsts, body_nconsts)
     check_types("while_loop", "operand", cc + carry, "cond_fun input", cond.in_avals)
     check_types("while_loop", "operand", bc + carry, "body_fun input", body.in_avals)
     if len(cond.out_avals) != 1:
@@ -200,14 +185,13 @@ def _while_abstract_eval(*avals, cond, body, cond_nconsts, body_nconsts):
 
 
 def _while_impl(backend, *vals, cond, body, cond_nconsts, body_nconsts):
-    cc, bc, carry = _split(vals, cond_nconsts, body_nconsts)
+    cc, bc, carry = split(vals, cond_nconsts, body_nconsts)
     while bool(run_closed(cond, backend, cc + carry)[0]):
         carry = run_closed(body, backend, bc + carry)
     return fresh(carry, vals)
 
 
-for _b in ("numpy", "cupy"):
-    register_impl(while_p, _b, functools.partial(_while_impl, _b))
+host_impls(while_p, _while_impl)
 register_lowering(while_p, PLANNED, lower_while)
 
 
@@ -218,14 +202,10 @@ def _with_invars(closed: ClosedProgram, invars: list) -> ClosedProgram:
 
 def _while_jvp(primals, tangents, *, cond, body, cond_nconsts, body_nconsts):
     ncc, nbc = cond_nconsts, body_nconsts
-    cc, bc, carry = _split(primals, ncc, nbc)
-    _, t_bc, t_k = _split(tangents, ncc, nbc)
-    b_nz, k_nz = _split(float_nz(tangents[ncc:], body.in_avals), nbc)
-    while True:
-        jbody, out_nz = jvp_program(body, b_nz + k_nz, k_nz)
-        if out_nz == k_nz:
-            break
-        k_nz = [a or b for a, b in zip(k_nz, out_nz)]
+    cc, bc, carry = split(primals, ncc, nbc)
+    _, t_bc, t_k = split(tangents, ncc, nbc)
+    b_nz, k_nz = split(float_nz(tangents[ncc:], body.in_avals), nbc)
+    jbody, _, k_nz = _fixpoint(lambda k: jvp_program(body, b_nz + k, k), k_nz)
     if not any(k_nz):
         return while_p.bind(*primals, cond=cond, body=body, cond_nconsts=ncc, body_nconsts=nbc), \
             [Zero(tangent_aval(a)) for a in carry]
@@ -233,14 +213,12 @@ def _while_jvp(primals, tangents, *, cond, body, cond_nconsts, body_nconsts):
     jv = jbody.program.invars
     jb = _with_invars(jbody, jv[:nbc] + jv[nbc + nk:nbc + nk + nt_b] + jv[nbc:nbc + nk] + jv[nbc + nk + nt_b:])
     jcond = _with_invars(cond, cond.program.invars + [Var(a) for a, z in zip(body.in_avals[nbc:], k_nz) if z])
-    t_bc = [t for t, z in zip(t_bc, b_nz) if z]
-    t_k = [instantiate(t) for t, z in zip(t_k, k_nz) if z]
+    t_bc, t_k = kept(t_bc, b_nz), [instantiate(t) for t in kept(t_k, k_nz)]
     outs = while_p.bind(*cc, *bc, *t_bc, *carry, *t_k, cond=jcond, body=jb, cond_nconsts=ncc,
                         body_nconsts=nbc + len(t_bc))
     # the primal loop also runs on its own, so that partial evaluation (linearize, jit's jvp) keeps it known
     outs[:nk] = while_p.bind(*primals, cond=cond, body=body, cond_nconsts=ncc, body_nconsts=nbc)
-    touts = iter(outs[nk:])
-    return outs[:nk], [next(touts) if z else Zero(tangent_aval(a)) for a, z in zip(carry, k_nz)]
+    return outs[:nk], with_zeros(k_nz, outs[nk:], carry)
 
 
 while_p.def_jvp(_while_jvp)
@@ -256,18 +234,15 @@ def _while_transpose(cts, *args, **params):
 def _while_batch(axis, args, dims, *, cond, body, cond_nconsts, body_nconsts):
     ncc, nbc = cond_nconsts, body_nconsts
     args = [a if d is not_mapped else moveaxis(a, d, 0) for a, d in zip(args, dims)]
-    d_cc, d_bc, d_k = _split([None if d is not_mapped else 0 for d in dims], ncc, nbc)
-    cc, bc, carry = _split(args, ncc, nbc)
-    k_b = [d is not None for d in d_k]
-    while True:
-        bbody, mapped = batch_program(body, axis, d_bc + [0 if b else None for b in k_b], k_b)
-        _, pred_b = batch_program(cond, axis, d_cc + [0 if b else None for b in k_b])
-        new = [a or b for a, b in zip(k_b, mapped)]
-        if pred_b[0]:
-            new = [True] * len(k_b)       # lanes that are done keep their carry: every carry is batched
-        if new == k_b:
-            break
-        k_b = new
+    d_cc, d_bc, d_k = split([None if d is not_mapped else 0 for d in dims], ncc, nbc)
+    cc, bc, carry = split(args, ncc, nbc)
+
+    def derive(k_b):      # with a batched predicate, lanes that are done keep their carry: every carry is batched
+        k_dims = [0 if b else None for b in k_b]
+        bbody, mapped = batch_program(body, axis, d_bc + k_dims, k_b)
+        pred_b = batch_program(cond, axis, d_cc + k_dims)[1][0]
+        return bbody, [m or pred_b for m in mapped]
+    bbody, _, k_b = _fixpoint(derive, [d is not None for d in d_k])
     bcond, pred_b = batch_program(cond, axis, d_cc + [0 if b else None for b in k_b])
     carry = [moveaxis_to_front(a, d, axis.size) if b else a for a, d, b in zip(carry, d_k, k_b)]
     if pred_b[0]:
@@ -285,7 +260,7 @@ def _until_all_done(bcond, bbody, ncc, nbc):
         return [reduce_or(eval_program(bcond.program, bcond.consts, xs)[0], (0,))]
 
     def body_fn(*xs):
-        cc, bc, carry = _split(xs, ncc, nbc)
+        cc, bc, carry = split(xs, ncc, nbc)
         pred = eval_program(bcond.program, bcond.consts, cc + carry)[0]
         new = eval_program(bbody.program, bbody.consts, bc + carry)
         return [select_n(broadcast_in_dim(pred, n.shape, (0,)), old, n) for old, n in zip(carry, new)]

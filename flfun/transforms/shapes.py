@@ -8,6 +8,7 @@ import numpy as np
 
 from flfun import dtypes
 from flfun.core import ShapedArray, get_aval
+from flfun.transforms.jvp import flatten_fun
 from flfun.transforms.staging import trace_to_program
 from flfun.tree import tree_flatten, tree_unflatten
 
@@ -53,12 +54,6 @@ def eval_shape(fun: Callable, *args, **kwargs):
         {'y': ShapeDtypeStruct(shape=(3, 3), dtype=float32)}
     """
     leaves, tree = tree_flatten((args, kwargs))
-    out_tree = []
-
-    def flat(*xs):
-        a, k = tree_unflatten(tree, list(xs))
-        outs, td = tree_flatten(fun(*a, **k))
-        out_tree.append(td)
-        return outs
+    flat, out_tree = flatten_fun(lambda a, k: fun(*a, **k), tree)
     program, _ = trace_to_program(flat, [_aval(x) for x in leaves])
     return tree_unflatten(out_tree[0], [ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in program.outvars])
