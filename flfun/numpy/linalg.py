@@ -122,14 +122,16 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
         >>> float(linalg.matrix_norm(fnp.ones((2, 2))))
         2.0
     """
-    x = _matrix_stack(_magnitude(to_float(x)), "matrix_norm")
+    x = _matrix_stack(to_float(x), "matrix_norm")
     r, c = x.ndim - 2, x.ndim - 1
+    spectral = ord in (2, -2, "nuc") and not isinstance(ord, bool)
+    x = x if spectral else _magnitude(x)      # spectral norms: of x's singular values, not of |x|'s
     if ord == "fro":
         out = _two_norm(x, (r, c))
     elif ord in (1, -1, math.inf, -math.inf) and not isinstance(ord, bool):
         summed = lax_reduce.reduce_sum(lax.abs(x), (r,) if ord in (1, -1) else (c,))
         out = (lax_reduce.reduce_max if ord > 0 else lax_reduce.reduce_min)(summed, (r,))
-    elif ord in (2, -2, "nuc") and not isinstance(ord, bool):
+    elif spectral:
         s = svdvals(x)
         out = {2: lax_reduce.reduce_max, -2: lax_reduce.reduce_min, "nuc": lax_reduce.reduce_sum}[ord](s, (r,))
     else:

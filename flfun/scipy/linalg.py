@@ -133,7 +133,7 @@ def lu(a, permute_l: bool = False, overwrite_a=False, check_finite=True):
     """
     a = _square("lu", a)
     packed, _, perm = _lu(a)
-    eye = fnp.eye(a.shape[-1], dtype=a.dtype)
+    eye = fnp.eye(a.shape[-1], dtype=np.finfo(a.dtype).dtype)     # P is real, as scipy's
     low = fnp.tril(packed, -1) + eye
     up = fnp.triu(packed)
     p = fnp.swapaxes(fnp.take(eye, perm, axis=0), -1, -2) if a.ndim == 2 else \
