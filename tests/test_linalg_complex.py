@@ -164,6 +164,21 @@ def test_scipy_functions_finite_differences_and_dot_product_identity(name):
     check_grads((lambda x: f(_herm(x, fnp))) if CASES[name][1] == "pd" else f, (x,), atol=1e-6, rtol=1e-6)
 
 
+SECOND_ORDER = {   # gauge-invariant results, differentiated twice
+    "svd": lambda L, x: (L.svd(x)[0] @ L.svd(x)[2], L.svdvals(x)),
+    "eigh": lambda L, x: (L.eigh(_herm(x, fnp))[1] * fnp.conj(L.eigh(_herm(x, fnp))[1]), L.eigvalsh(_herm(x, fnp))),
+    "qr": lambda L, x: L.qr(x)[0] * fnp.sign(fnp.real(fnp.diagonal(L.qr(x)[1]))),
+    "cholesky": lambda L, x: L.cholesky(_herm(x @ fnp.conj(x.T), fnp)),
+    "slogdet": lambda L, x: tuple(L.slogdet(x)),
+}
+
+
+@pytest.mark.parametrize("name", list(SECOND_ORDER))
+def test_second_derivatives(name):
+    x = _matrix(np.random.default_rng(9), (3, 3), "sq", "complex128")
+    check_grads(lambda x: SECOND_ORDER[name](fnp.linalg, x), (x,), order=2, atol=1e-5, rtol=1e-5)
+
+
 def test_full_and_wide_refusals_stay_as_for_real_input():
     x = fnp.asarray(_matrix(np.random.default_rng(0), (2, 3), "rect", "complex128"))
     with pytest.raises(NotImplementedError, match="qr: derivatives need at least as many rows as columns"):
