@@ -1,13 +1,14 @@
 """Op-table records for the matrix decompositions (cholesky, eigh, svd, qr, solve, slogdet) and the
-flfun.numpy.linalg functions built on them. Each fn builds a well-conditioned matrix from its argument (entries in
-[-1, 1] plus a diagonal spread 10, 20, 30, ..., or ``a a^T + I``), so eigen / singular values stay distinct and
-away from zero, and returns sign-invariant quantities (``v * v``; Q and R with a positive diagonal of R) so that
-the results are unique and finite differences well defined."""
+flfun.numpy.linalg functions built on them, in real and complex dtypes. Each fn builds a well-conditioned matrix
+from its argument (entries in [-1, 1] plus a diagonal spread 10, 20, 30, ..., or ``a a^H + I``), so eigen /
+singular values stay distinct and away from zero, and returns sign- and phase-invariant quantities (``v conj(v)``;
+``u vh``; Q and R with a positive diagonal of R) so that the results are unique and finite differences well
+defined. The gauge-dependent raw vectors are compared with JAX in ``test_linalg_complex.py``."""
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import strategies as st
-from op_table import OpRecord
+from op_table import COMPLEX, FLOATS, OpRecord
 
 import flfun.numpy as fnp
 from flfun.primitives import decomp
@@ -37,38 +38,42 @@ def _spread(ns, a, sign=1.0):
     return a + ns.eye(m, n, dtype=a.dtype) * d
 
 
+def _H(ns, a):
+    return ns.conj(ns.matrix_transpose(a))
+
+
 def _sym(ns, a):
-    return _spread(ns, (a + ns.matrix_transpose(a)) * 0.5)
+    return _spread(ns, (a + _H(ns, a)) * 0.5)
 
 
 def _spd(ns, a):
-    return a @ ns.matrix_transpose(a) + ns.eye(a.shape[-1], dtype=a.dtype)
+    return a @ _H(ns, a) + ns.eye(a.shape[-1], dtype=a.dtype)
 
 
 def _eigh(ns, eigh):
     def fn(a):
         w, v = eigh(_sym(ns, a))
-        return w, v * v
+        return w, v * ns.conj(v)
     return fn
 
 
 def _svd(ns, svd):
     def fn(a):
         u, s, vh = svd(_spread(ns, a))
-        return s, u * u, vh * vh
+        return s, u * ns.conj(u), vh * ns.conj(vh), u @ vh
     return fn
 
 
 def _qr(ns, qr):
-    def fn(a):
+    def fn(a):     # (LAPACK's, and the jvp's, R has a real diagonal)
         q, r = qr(_spread(ns, a))
-        d = ns.sign(ns.linalg.diagonal(r) if ns is fnp else ns.diagonal(r, axis1=-2, axis2=-1))
+        d = ns.sign(ns.real(ns.linalg.diagonal(r) if ns is fnp else ns.diagonal(r, axis1=-2, axis2=-1)))
         return q * d[..., None, :], r * d[..., :, None]
     return fn
 
 
 def _gram(ns, q):
-    return ns.matrix_transpose(q) @ q
+    return _H(ns, q) @ q
 
 
 def _full_svd(ns, svd):
@@ -89,7 +94,7 @@ def _complete_qr(ns, qr):
 
 
 _np_svd = lambda x: np.linalg.svd(x, full_matrices=False)
-_TOL = {"atol": 1e-4, "rtol": 1e-4}
+_TOL = {"atol": 1e-4, "rtol": 1e-4, "dtypes": FLOATS + COMPLEX}
 RECORDS = [
     OpRecord("cholesky", lambda a: decomp.cholesky(_spd(fnp, a)), lambda a: np.linalg.cholesky(_spd(np, a)),
              _mats(), **_TOL),

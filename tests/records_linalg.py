@@ -9,7 +9,7 @@ import string
 
 import numpy as np
 from hypothesis import strategies as st
-from op_table import FLOATS, INTS, OpRecord
+from op_table import COMPLEX, FLOATS, INTS, OpRecord
 
 from flfun import lax
 from flfun.testing import arrays
@@ -137,10 +137,11 @@ def _conv(x, w, **params):
 
 RECORDS = [
     OpRecord("dot_general", lambda x, y, **p: lax.dot_general(x, y, **p), dot_general_ref, _dot_general_draw,
-             dtypes=FLOATS + INTS, atol=1e-4, rtol=1e-4),
+             dtypes=FLOATS + INTS + COMPLEX, atol=1e-4, rtol=1e-4),
     OpRecord("dot_general", lambda x, y, **p: lax.dot_general(x, y, preferred_element_type=_wider(x.dtype), **p),
              lambda x, y, **p: dot_general_ref(x, y, preferred_element_type=_wider(x.dtype), **p),
              _dot_general_draw, dtypes=("float32",) + INTS, diff=False, keeps_dtype=False,
              name="dot_general_preferred", atol=1e-4, rtol=1e-4),
-    OpRecord("conv_general_dilated", _conv, conv_ref, _conv_draw, dtypes=FLOATS + INTS, atol=1e-4, rtol=1e-4),
+    OpRecord("conv_general_dilated", _conv, conv_ref, _conv_draw, dtypes=FLOATS + INTS + COMPLEX,
+             atol=1e-4, rtol=1e-4),
 ]

@@ -1,8 +1,8 @@
 """``flfun.numpy.linalg``: the array-API linear-algebra extension, as far as flfun's primitives reach.
 
-Provided: the whole 2024.12 extension for real floats (decompositions through ``flfun/primitives/decomp.py``;
-derivatives of ``svd(full_matrices=True)`` / ``qr(mode='complete')`` only where that is the reduced form), plus
-numpy's norm and matrix_power. Not provided: eig, eigvals, lstsq, tensorinv, tensorsolve, cond,
+Provided: the whole 2024.12 extension for real and complex floats, differentiable with JAX's conventions
+(decompositions through ``flfun/primitives/decomp.py``; derivatives of ``svd(full_matrices=True)`` /
+``qr(mode='complete')`` only where that is the reduced form), plus numpy's norm and matrix_power. Not provided: eig, eigvals, lstsq, tensorinv, tensorsolve, cond,
 multi_dot.
 """
 import functools
@@ -122,14 +122,16 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
         >>> float(linalg.matrix_norm(fnp.ones((2, 2))))
         2.0
     """
-    x = _matrix_stack(_magnitude(to_float(x)), "matrix_norm")
+    x = _matrix_stack(to_float(x), "matrix_norm")
     r, c = x.ndim - 2, x.ndim - 1
+    spectral = ord in (2, -2, "nuc") and not isinstance(ord, bool)
+    x = x if spectral else _magnitude(x)      # spectral norms: of x's singular values, not of |x|'s
     if ord == "fro":
         out = _two_norm(x, (r, c))
     elif ord in (1, -1, math.inf, -math.inf) and not isinstance(ord, bool):
         summed = lax_reduce.reduce_sum(lax.abs(x), (r,) if ord in (1, -1) else (c,))
         out = (lax_reduce.reduce_max if ord > 0 else lax_reduce.reduce_min)(summed, (r,))
-    elif ord in (2, -2, "nuc") and not isinstance(ord, bool):
+    elif spectral:
         s = svdvals(x)
         out = {2: lax_reduce.reduce_max, -2: lax_reduce.reduce_min, "nuc": lax_reduce.reduce_sum}[ord](s, (r,))
     else:
@@ -230,8 +232,8 @@ def _eye_like(x) -> Array:
 
 
 def cholesky(x, /, *, upper: bool = False) -> Array:
-    """Cholesky factor of symmetric positive definite matrices: lower ``L`` with ``x = L L^T`` (only the lower
-    triangle of ``x`` is read), or upper ``U = L^T`` with ``upper=True``.
+    """Cholesky factor of Hermitian positive definite matrices: lower ``L`` with ``x = L L^H`` (only the lower
+    triangle of ``x`` is read), or upper ``U = L^H`` with ``upper=True``.
 
     Example::
 
@@ -239,12 +241,12 @@ def cholesky(x, /, *, upper: bool = False) -> Array:
         [[2.0, 0.0], [1.0, 2.0]]
     """
     lower = lax_decomp.cholesky(_matrices("cholesky", x))
-    return matrix_transpose(lower) if upper else lower
+    return _conj_t(lower) if upper else lower
 
 
 def eigh(x, /) -> EighResult:
-    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric matrices; only the lower triangle is read.
-    Derivatives assume distinct eigenvalues.
+    """Eigenvalues (ascending, real) and eigenvectors (columns) of Hermitian matrices; only the lower triangle is
+    read. Derivatives assume distinct eigenvalues.
 
     Example::
 
@@ -255,7 +257,7 @@ def eigh(x, /) -> EighResult:
 
 
 def eigvalsh(x, /) -> Array:
-    """Eigenvalues (ascending) of symmetric matrices: ``linalg.eigvalsh(2.0 * fnp.eye(2)).tolist() == [2.0, 2.0]``."""
+    """Eigenvalues (ascending) of Hermitian matrices: ``linalg.eigvalsh(2.0 * fnp.eye(2)).tolist() == [2.0, 2.0]``."""
     return eigh(x).eigenvalues
 
 

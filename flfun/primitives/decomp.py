@@ -1,16 +1,18 @@
 """Matrix decompositions: ``cholesky``, ``eigh``, ``svd`` and ``qr`` (reduced, or full with ``full_matrices``),
-``solve`` and ``slogdet``, on stacks of float32 / float64 matrices in the last two axes (leading axes are batch
-axes, so batching moves the mapped axis to the front). The jvps are the standard formulas (as in
-``jax.lax.linalg``): eigh and svd assume distinct eigen / singular values, qr's needs at least as many rows as
-columns, and full forms have none where they add columns (those are not unique). ``solve`` is linear in its
-right-hand side (it transposes there). Impls are in ``flfun/backends/xp/decomp.py``.
+``solve`` and ``slogdet``, on stacks of float32 / float64 / complex64 / complex128 matrices in the last two axes
+(leading axes are batch axes, so batching moves the mapped axis to the front). The jvps are the standard formulas
+with conjugate transposes, one rule for real and complex, and the gauge choices of ``jax.lax.linalg`` (eigh's
+eigenvector tangents orthogonal to their vectors; svd's phase part in ``u``). eigh and svd assume distinct
+eigen / singular values, qr's needs at least as many rows as columns, and full forms have none where they add
+columns (those are not unique). ``solve`` is linear in its right-hand side (it transposes there). Impls are in
+``flfun/backends/xp/decomp.py``.
 """
 from __future__ import annotations
 
 from flfun import dtypes
 from flfun.core import Primitive, ShapedArray, bind, short
 from flfun.primitives.rules import Zero, front_batch, is_undefined, is_zero, jvp_rule, tangent_aval
-from flfun.primitives.elementwise import add, convert_element_type, div, eq, gt, mul, neg, sub
+from flfun.primitives.elementwise import add, conj, convert_element_type, div, eq, gt, mul, neg, real, sub
 from flfun.primitives.linalg import dot_general
 from flfun.primitives.reduce import reduce_sum
 from flfun.primitives.shape import expand_dims, full, iota, transpose
@@ -33,6 +35,30 @@ def _mm(a, b):
 def _T(x):
     n = len(x.shape)
     return transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def _H(x):
+    """The conjugate transpose (the transpose of real matrices)."""
+    x = _T(x)
+    return conj(x) if x.dtype.kind == "c" else x
+
+
+def _herm(t):
+    """The Hermitian part ``(t + t^H) / 2``: the tangent of a decomposition that reads one triangle."""
+    return mul(add(t, _H(t)), full((), 0.5, t.dtype))
+
+
+def _as(x, dtype):
+    return x if x.dtype == dtype else convert_element_type(x, dtype)
+
+
+def _re(x):
+    return real(x) if x.dtype.kind == "c" else x
+
+
+def _i_imag(x):
+    """``i Im(x)`` in x's complex dtype."""
+    return sub(x, _as(real(x), x.dtype))
 
 
 def _mask(n: int, dtype, lower: float = 0.0, diag: float = 1.0):
@@ -72,14 +98,12 @@ cholesky_p = _unary("cholesky", out_shapes=lambda b, m, n: [b + (m, n)])
 
 @jvp_rule(cholesky_p)
 def _cholesky_jvp(l, primals, tangents):
-    t = tangents[0]
-    t = mul(add(t, _T(t)), full((), 0.5, t.dtype))
-    # L' = L Phi(L^-1 A' L^-T), Phi: the lower triangle with the diagonal halved
-    return _mm(l, mul(solve(l, _T(solve(l, t))), _mask(l.shape[-1], l.dtype, 1.0, 0.5)))
+    # L' = L Phi(L^-1 A' L^-H), Phi: the lower triangle with the diagonal halved
+    return _mm(l, mul(solve(l, _H(solve(l, _herm(tangents[0])))), _mask(l.shape[-1], l.dtype, 1.0, 0.5)))
 
 
 def cholesky(x):
-    """Lower Cholesky factor ``L`` (``x = L L^T``) of symmetric positive definite matrices (the lower triangle of
+    """Lower Cholesky factor ``L`` (``x = L L^H``) of Hermitian positive definite matrices (the lower triangle of
     ``x`` is read). Example: ``lax.cholesky(fnp.eye(3) * 4.0)`` is ``2 * eye(3)``."""
     return bind(cholesky_p, x)
 
@@ -91,15 +115,14 @@ eigh_p = _unary("eigh", True, lambda b, m, n: [b + (n,), b + (n, n)], real_out=(
 @jvp_rule(eigh_p, float_only=False)
 def _eigh_jvp(out, primals, tangents):
     (w, v), (t,) = out, tangents
-    t = mul(add(t, _T(t)), full((), 0.5, t.dtype))
-    vtv = _mm(_T(v), _mm(t, v))
+    vtv = _mm(_H(v), _mm(_herm(t), v))
     f = _gaps_inv(_mask(w.shape[-1], w.dtype), sub(expand_dims(w, (-2,)), expand_dims(w, (-1,))))     # 1 / (w_j - w_i)
-    return [_diag(vtv), _mm(v, mul(f, vtv))]
+    return [_re(_diag(vtv)), _mm(v, mul(_as(f, v.dtype), vtv))]
 
 
 def eigh(x):
-    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric matrices: ``w, v = lax.eigh(x)`` with
-    ``x = v diag(w) v^T`` (the lower triangle of ``x`` is read)."""
+    """Eigenvalues (ascending, real) and eigenvectors (columns) of Hermitian matrices: ``w, v = lax.eigh(x)`` with
+    ``x = v diag(w) v^H`` (the lower triangle of ``x`` is read)."""
     return bind(eigh_p, x)
 
 
@@ -120,25 +143,28 @@ svd_p = _unary("svd", True, _svd_shapes, real_out=(1,))
 @jvp_rule(svd_p, float_only=False)
 def _svd_jvp(out, primals, tangents, *, full_matrices):
     (u, s, vh), (x,), (t,) = out, primals, tangents
-    v, (m, n) = _T(vh), x.shape[-2:]
+    v, (m, n), dt = _H(vh), x.shape[-2:], x.dtype
     if full_matrices and m != n:
         raise _full_jvp_error("svd", x, "the extra columns of u / rows of vh")
-    ds = _mm(_T(u), _mm(t, v))
+    ds = _mm(_H(u), _mm(t, v))
     sr, sc = expand_dims(s, (-2,)), expand_dims(s, (-1,))   # a row, a column
-    f = _gaps_inv(_mask(s.shape[-1], s.dtype), mul(add(sr, sc), sub(sr, sc)))     # 1 / (s_j^2 - s_i^2)
+    f = _as(_gaps_inv(_mask(s.shape[-1], s.dtype), mul(add(sr, sc), sub(sr, sc))), dt)     # 1 / (s_j^2 - s_i^2)
+    sr, sc = _as(sr, dt), _as(sc, dt)
     dss, sds = mul(ds, sr), mul(sc, ds)
-    du, dv = _mm(u, mul(f, add(dss, _T(dss)))), _mm(v, mul(f, add(sds, _T(sds))))
+    du, dv = _mm(u, mul(f, add(dss, _H(dss)))), _mm(v, mul(f, add(sds, _H(sds))))
+    if dt.kind == "c":   # the phase of each pair of singular vectors, put into u as JAX does
+        du = add(du, mul(u, div(_i_imag(expand_dims(_diag(ds), (-2,))), sr)))
     if m > n:   # the parts of the tangent outside the span of u (of v, below)
         du = add(du, div(sub(_mm(t, v), _mm(u, ds)), sr))
     if n > m:
-        dv = add(dv, div(sub(_mm(_T(t), u), _mm(v, _T(ds))), sr))
-    return [du, _diag(ds), _T(dv)]
+        dv = add(dv, div(sub(_mm(_H(t), u), _mm(v, _H(ds))), sr))
+    return [du, _re(_diag(ds)), _H(dv)]
 
 
 def svd(x, full_matrices: bool = False):
     """Singular value decomposition: ``u, s, vh = lax.svd(x)`` with ``x = u[..., :k] diag(s) vh[..., :k, :]``,
     ``s`` descending, ``k = min(m, n)``; ``u`` is (..., m, k) and ``vh`` (..., k, n), or with ``full_matrices``
-    square orthogonal (..., m, m) and (..., n, n)."""
+    square unitary (..., m, m) and (..., n, n)."""
     return bind(svd_p, x, full_matrices=bool(full_matrices))
 
 
@@ -159,10 +185,12 @@ def _qr_jvp(out, primals, tangents, *, full_matrices):
                               "full_matrices=False (mode='reduced' in fnp.linalg.qr)")
     if x.shape[-2] < x.shape[-1]:
         raise NotImplementedError(f"qr: derivatives need at least as many rows as columns, got {short(x)}")
-    t_rinv = _T(solve(_T(r), _T(t)))
-    qt = _mm(_T(q), t_rinv)
+    t_rinv = _T(solve(_T(r), _T(t)))     # t r^-1
+    qt = _mm(_H(q), t_rinv)
     low = mul(qt, _mask(r.shape[-1], r.dtype, 1.0, 0.0))
-    do = sub(low, _T(low))      # skew-symmetric
+    do = sub(low, _H(low))      # skew-Hermitian, with the imaginary diagonal of qt for complex input
+    if qt.dtype.kind == "c":
+        do = add(do, mul(_i_imag(qt), _mask(r.shape[-1], r.dtype)))
     return [add(_mm(q, sub(do, qt)), t_rinv), _mm(sub(qt, do), r)]
 
 
@@ -179,8 +207,11 @@ slogdet_p = _unary("slogdet", True, lambda b, m, n: [b, b], real_out=(1,))
 
 @jvp_rule(slogdet_p, float_only=False)
 def _slogdet_jvp(out, primals, tangents):
-    (x,), (t,) = primals, tangents
-    return [Zero(tangent_aval(out[0])), reduce_sum(_diag(solve(x, t)), (len(x.shape) - 2,))]
+    (sign, _), (x,), (t,) = out, primals, tangents
+    tr = reduce_sum(_diag(solve(x, t)), (len(x.shape) - 2,))    # d log det
+    if x.dtype.kind != "c":
+        return [Zero(tangent_aval(sign)), tr]
+    return [mul(_i_imag(tr), sign), real(tr)]
 
 
 def slogdet(x):
@@ -225,21 +256,5 @@ def solve(a, b):
     ``lax.solve(fnp.eye(2) * 2.0, fnp.ones((2, 1)))`` is ``[[0.5], [0.5]]``."""
     return bind(solve_p, a, b)
 
-
-def _real_derivatives_only(p: Primitive) -> None:
-    """Refuse the derivative of ``p`` at complex input: its jvp above transposes where complex needs the conjugate
-    transpose (the values themselves are fine)."""
-    rule = p.jvp
-
-    def jvp(primals, tangents, **params):
-        if primals[0].dtype.kind == "c":
-            raise NotImplementedError(f"{p.name}: derivatives at complex input are not implemented (got "
-                                      f"{short(primals[0])}); the forward computation is")
-        return rule(primals, tangents, **params)
-    p.def_jvp(jvp)
-
-
-for _p in (cholesky_p, eigh_p, svd_p, qr_p, slogdet_p):
-    _real_derivatives_only(_p)
 
 __all__ = ["cholesky", "eigh", "qr", "slogdet", "solve", "svd"]

@@ -164,7 +164,7 @@ def _conv_general_dilated_abstract_eval(lhs, rhs, *, window_strides, padding, lh
     op, ops = "conv_general_dilated", f"{short(lhs)} and {short(rhs)}"
     if lhs.dtype != rhs.dtype:
         raise TypeError(f"{op}: operands must have the same dtype, got {ops} (flfun.numpy promotes; lax does not)")
-    check_kinds(op, "num", lhs)
+    check_kinds(op, "number", lhs)
     nd = len(lhs.shape)
     if nd < 2 or len(rhs.shape) != nd:
         raise TypeError(f"{op}: lhs and rhs must have the same rank (at least 2), got {ops}")

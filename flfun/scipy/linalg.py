@@ -12,7 +12,7 @@ from flfun import numpy as fnp
 from flfun.array import Array
 from flfun.numpy.promotion import to_float
 
-_TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 1, "C": 1}
+_TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}
 
 
 def _square(fn: str, a) -> Array:
@@ -54,7 +54,7 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
         t = t * (1.0 - eye) + eye
     if _TRANS[trans]:
         t = fnp.swapaxes(t, -1, -2)
-    x = fnp.linalg.solve(t, b)
+    x = fnp.linalg.solve(fnp.conj(t) if _TRANS[trans] == 2 else t, b)
     return x[..., 0] if vector else x
 
 
@@ -82,8 +82,8 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True) -> Array:
         >>> x = cho_solve(cho_factor(fnp.asarray([[4.0, 2.0], [2.0, 5.0]])), fnp.asarray([1.0, 2.0]))
     """
     c, lower = c_and_lower
-    y = solve_triangular(c, b, trans=0 if lower else 1, lower=lower)
-    return solve_triangular(c, y, trans=1 if lower else 0, lower=lower)
+    y = solve_triangular(c, b, trans=0 if lower else 2, lower=lower)
+    return solve_triangular(c, y, trans=2 if lower else 0, lower=lower)
 
 
 class LUFactor(NamedTuple):
@@ -133,7 +133,7 @@ def lu(a, permute_l: bool = False, overwrite_a=False, check_finite=True):
     """
     a = _square("lu", a)
     packed, _, perm = _lu(a)
-    eye = fnp.eye(a.shape[-1], dtype=a.dtype)
+    eye = fnp.eye(a.shape[-1], dtype=np.finfo(a.dtype).dtype)     # P is real, as scipy's
     low = fnp.tril(packed, -1) + eye
     up = fnp.triu(packed)
     p = fnp.swapaxes(fnp.take(eye, perm, axis=0), -1, -2) if a.ndim == 2 else \
@@ -162,8 +162,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True) -> Ar
         y = solve_triangular(lu_, fnp.take_along_axis(b, perm[..., None], axis=-2), lower=True, unit_diagonal=True)
         x = solve_triangular(lu_, y)
     else:
-        y = solve_triangular(lu_, b, trans=1)
-        z = solve_triangular(lu_, y, trans=1, lower=True, unit_diagonal=True)
+        y = solve_triangular(lu_, b, trans=trans)
+        z = solve_triangular(lu_, y, trans=trans, lower=True, unit_diagonal=True)
         inverse = fnp.argsort(perm, axis=-1)
         x = fnp.take_along_axis(z, inverse[..., None], axis=-2)
     return x[..., 0] if vector else x
@@ -223,7 +223,7 @@ def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a=
         raise NotImplementedError("eigh: the generalized problem (b) and eigenvalue subsets are not supported")
     a = _square("eigh", a)
     if not lower:
-        a = fnp.swapaxes(a, -1, -2)
+        a = fnp.conj(fnp.swapaxes(a, -1, -2))
     w, v = fnp.linalg.eigh(a)
     return w if eigvals_only else (w, v)
 
