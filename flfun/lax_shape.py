@@ -31,14 +31,6 @@ class RoundingMethod(enum.IntEnum):
     TO_NEAREST_EVEN = 1
 
 
-class GatherScatterMode(enum.Enum):
-    """How gathers and scatters treat out-of-bounds indices (flfun's ``mode=`` strings: 'clip', 'fill')."""
-    CLIP = 1
-    FILL_OR_DROP = 2
-    PROMISE_IN_BOUNDS = 3
-    ONE_HOT = 4
-
-
 ConvGeneralDilatedDimensionNumbers = pl.ConvDimensionNumbers
 PrecisionLike = Precision | str | None
 DotDimensionNumbers = tuple      # ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))
@@ -452,7 +444,7 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> pl.ConvDi
     return pl.conv_dimension_numbers(len(lhs_shape), dimension_numbers)
 
 
-__all__ = ["ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "GatherScatterMode", "Precision",
+__all__ = ["ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "Precision",
            "PrecisionLike", "RoundingMethod", "broadcast_like", "stage",
            "batch_matmul", "broadcast", "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "collapse",
            "conv", "conv_dimension_numbers", "conv_general_permutations", "conv_general_shape_tuple",
