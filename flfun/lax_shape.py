@@ -348,6 +348,26 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
                                    rhs_dilation=rhs_dilation, dimension_numbers=dn)
 
 
+def conv_general_dilated_patches(lhs, filter_shape: Sequence[int], window_strides: Sequence[int], padding,
+                                 lhs_dilation=None, rhs_dilation=None, dimension_numbers=None, precision=None,
+                                 preferred_element_type=None):
+    """The ``filter_shape`` patches a convolution would see, as output features ordered ``(input feature, *filter
+    position)`` flattened: a grouped convolution with one-hot kernels (so every transform applies).
+
+    Example::
+
+        >>> lax.conv_general_dilated_patches(fnp.ones((1, 3, 5, 4)), (2, 3), (1, 1), "VALID").shape
+        (1, 18, 4, 2)
+    """
+    lhs = fnp.asarray(lhs)
+    dn = pl.conv_dimension_numbers(lhs.ndim, dimension_numbers)
+    c, size = lhs.shape[dn.lhs_spec[1]], int(np.prod(filter_shape))
+    eye = np.eye(size, dtype=lhs.dtype).reshape(size, 1, *filter_shape)
+    kernel = np.transpose(np.tile(eye, (c,) + (1,) * (eye.ndim - 1)), np.argsort(dn.rhs_spec))
+    return pl.conv_general_dilated(lhs, fnp.asarray(kernel), window_strides, padding, lhs_dilation=lhs_dilation,
+                                   rhs_dilation=rhs_dilation, dimension_numbers=dn, feature_group_count=c)
+
+
 def _transpose_pads(k: int, s: int, padding: str) -> tuple[int, int]:
     """jax.lax.conv_transpose's padding of the dilated input for a window ``k`` and stride ``s``."""
     if padding == "SAME":
@@ -444,12 +464,12 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> pl.ConvDi
     return pl.conv_dimension_numbers(len(lhs_shape), dimension_numbers)
 
 
-__all__ = ["ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "Precision",
-           "PrecisionLike", "RoundingMethod", "broadcast_like", "stage",
-           "batch_matmul", "broadcast", "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "collapse",
-           "conv", "conv_dimension_numbers", "conv_general_permutations", "conv_general_shape_tuple",
+__all__ = ["ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "Precision", "PrecisionLike",
+           "RoundingMethod", "broadcast_like", "stage", "batch_matmul", "broadcast", "broadcast_shapes",
+           "broadcast_to_rank", "broadcasted_iota", "collapse", "conv", "conv_dimension_numbers",
+           "conv_general_dilated_patches", "conv_general_permutations", "conv_general_shape_tuple",
            "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple", "conv_with_general_padding", "dot",
            "dtype", "dynamic_index_in_dim", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
-           "dynamic_update_slice_in_dim", "empty", "full_like", "index_in_dim", "index_take", "optimization_barrier",
-           "padtype_to_pads", "reduce_precision", "reduce_window", "reduce_window_shape_tuple", "split", "stack",
-           "tile", "unstack"]
+           "dynamic_update_slice_in_dim", "empty", "full_like", "index_in_dim", "index_take",
+           "optimization_barrier", "padtype_to_pads", "reduce_precision", "reduce_window",
+           "reduce_window_shape_tuple", "split", "stack", "tile", "unstack"]

@@ -1,4 +1,5 @@
-"""jax.lax's implicitly differentiated solvers, ``custom_root`` and ``custom_linear_solve``, and ``betainc``.
+"""jax.lax's implicitly differentiated solvers, ``custom_root`` and ``custom_linear_solve``, and the special
+functions ``betainc``, ``igamma_grad_a`` and ``random_gamma_grad``.
 
 The solvers run the user's ``solve`` with the closures of ``f`` / ``matvec`` under ``stop_gradient`` and attach the implicit-function derivative with one
 correction term whose value is zero: ``x + (d - stop_gradient(d))`` where ``d`` solves the linearised system for
@@ -11,7 +12,8 @@ from typing import Callable
 from flfun.core import get_aval
 from flfun.ir import eval_program
 from flfun.primitives.elementwise import stop_gradient
-from flfun.scipy.special import betainc as _betainc
+from flfun import numpy as fnp
+from flfun.scipy.special import _floats, betainc as _betainc, gammainc as _gammainc, gammaln as _gammaln
 from flfun.transforms.jvp import jvp
 from flfun.transforms.subprogram import strong, trace_body
 from flfun.tree import tree_flatten, tree_map, tree_unflatten
@@ -102,4 +104,30 @@ def betainc(a, b, x):
     return _betainc(a, b, x)
 
 
-__all__ = ["betainc", "custom_linear_solve", "custom_root"]
+def igamma_grad_a(a, x):
+    """``d/da`` of the regularised lower incomplete gamma ``P(a, x)`` (``igamma``), by forward mode.
+
+    Example::
+
+        >>> round(float(lax.igamma_grad_a(2.0, 1.5)), 4)
+        -0.3135
+    """
+    a, x = fnp.broadcast_arrays(*_floats(a, x))
+    return jvp(lambda a: _gammainc(a, x), (a,), (fnp.ones_like(a),))[1]
+
+
+def random_gamma_grad(a, x):
+    """``dx/da`` of a Gamma(``a``, 1) sample ``x`` held at a fixed CDF level (implicit reparameterisation:
+    ``-(dP/da) / (dP/dx)``), the derivative ``flfun.random.gamma`` samples need.
+
+    Example::
+
+        >>> round(float(lax.random_gamma_grad(2.0, 1.5)), 4)
+        0.9366
+    """
+    a, x = fnp.broadcast_arrays(*_floats(a, x))
+    density = fnp.exp((a - 1.0) * fnp.log(x) - x - _gammaln(a))
+    return -igamma_grad_a(a, x) / density
+
+
+__all__ = ["betainc", "custom_linear_solve", "custom_root", "igamma_grad_a", "random_gamma_grad"]

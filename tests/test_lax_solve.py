@@ -95,3 +95,25 @@ def test_betainc_matches_jax():
     a, b, x = np.array([0.5, 2.0, 30.0]), np.array([1.5, 7.0, 3.0]), np.array([0.2, 0.5, 0.95])
     _close(lax.betainc(a, b, x), jl.betainc(a, b, x), rtol=1e-12)
     _close(fl.grad(lambda x: lax.betainc(a, b, x).sum())(x), jax.grad(lambda x: jl.betainc(a, b, x).sum())(x))
+
+
+def test_gamma_derivatives_match_jax():
+    a, x = np.array([0.5, 2.0, 7.0]), np.array([0.3, 1.5, 9.0])
+    _close(lax.igamma_grad_a(a, x), jl.igamma_grad_a(a, x), rtol=1e-9)
+    _close(lax.random_gamma_grad(a, x), jl.random_gamma_grad(a, x), rtol=1e-9)
+    _close(fl.vmap(lax.random_gamma_grad)(a, x), lax.random_gamma_grad(a, x))
+
+
+@pytest.mark.parametrize("args, kw", [
+    (((2, 3), (1, 1), "VALID"), {}),
+    (((2, 3), (2, 1), "SAME"), {}),
+    (((2, 2), (1, 2), [(1, 0), (0, 1)]), {"rhs_dilation": (2, 1)}),
+    (((2, 3), (2, 1), "SAME"), {"dimension_numbers": ("NHWC", "HWIO", "NHWC")}),
+])
+def test_conv_general_dilated_patches_matches_jax(args, kw):
+    x = np.random.default_rng(0).normal(size=(2, 3, 5, 4))
+    x = np.moveaxis(x, 1, -1) if "dimension_numbers" in kw else x
+    _close(lax.conv_general_dilated_patches(x, *args, **kw), jl.conv_general_dilated_patches(x, *args, **kw))
+    w = np.random.default_rng(1).normal(size=jl.conv_general_dilated_patches(x, *args, **kw).shape)
+    _close(fl.grad(lambda v: (lax.conv_general_dilated_patches(v, *args, **kw) * w).sum())(x),
+           jax.grad(lambda v: (jl.conv_general_dilated_patches(v, *args, **kw) * w).sum())(x))
