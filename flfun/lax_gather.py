@@ -153,8 +153,8 @@ def gather(operand, start_indices, dimension_numbers=None, slice_sizes=None, *, 
     nb = indices.ndim - 1
     offset = _dims("gather", "offset_dims", dn.offset_dims, nb + len(window))
     if len(offset) != len(window):
-        raise TypeError(f"gather: len(dimension_numbers.offset_dims)={len(offset)} must equal the {len(window)} operand "
-                        f"dims that are neither collapsed_slice_dims nor operand_batching_dims")
+        raise TypeError(f"gather: len(dimension_numbers.offset_dims)={len(offset)} must equal the {len(window)} "
+                        f"operand dims that are neither collapsed_slice_dims nor operand_batching_dims")
     clip = _clips("gather", mode, "PROMISE_IN_BOUNDS")
     flat = _positions(operand, indices, dn.start_index_map, window, sizes,
                       (dn.operand_batching_dims, dn.start_indices_batching_dims), clip)
@@ -179,9 +179,9 @@ def _scatter(op: str, kind: str, operand, indices, updates, dn, mode, axes, batc
     wsizes = [updates.shape[d] for d in uwd]
     if (len(uwd) != len(window) or [updates.shape[d] for d in scatter_dims] != list(indices.shape[:-1])
             or any(s > operand.shape[d] for s, d in zip(wsizes, window))):
-        raise TypeError(f"{op}: updates {short(updates)} must have indices' batch dims {tuple(indices.shape[:-1])} and, "
-                        f"at update_window_dims {uwd}, window sizes at most the operand's {len(window)} window dims "
-                        f"{tuple(operand.shape[d] for d in window)}")
+        raise TypeError(f"{op}: updates {short(updates)} must have indices' batch dims {tuple(indices.shape[:-1])} "
+                        f"and, at update_window_dims {uwd}, window sizes at most the operand's {len(window)} "
+                        f"window dims {tuple(operand.shape[d] for d in window)}")
     sizes = [1] * operand.ndim
     for s, d in zip(wsizes, window):
         sizes[d] = s

@@ -14,6 +14,8 @@ from flfun.primitives import elementwise as pe
 from flfun.primitives import linalg as pl
 from flfun.primitives import reduce as pr
 from flfun.primitives import slicing as ps
+from flfun.core import Primitive, ShapedArray, get_aval, register_impl, short
+from flfun.primitives.rules import Zero, jvp_rule, moveaxis_to_front
 from flfun.util import canonical_axes
 
 
@@ -368,6 +370,41 @@ def conv_general_dilated_patches(lhs, filter_shape: Sequence[int], window_stride
                                    rhs_dilation=rhs_dilation, dimension_numbers=dn, feature_group_count=c)
 
 
+def _bitcast_shape(x, *, new_dtype):
+    shape, old, new = tuple(x.shape), x.dtype.itemsize, np.dtype(new_dtype).itemsize
+    if new < old:
+        shape = shape + (old // new,)
+    elif new > old:
+        if not shape or shape[-1] * old != new:
+            raise ValueError(f"bitcast_convert_type: {short(x)} to {np.dtype(new_dtype).name} needs a last dim of "
+                             f"{new // old}, got shape {shape}")
+        shape = shape[:-1]
+    return ShapedArray(shape, np.dtype(new_dtype))
+
+
+def _bitcast_impl(x, *, new_dtype):
+    new, x = np.dtype(new_dtype), x if x.flags.c_contiguous else x.copy()
+    if new.itemsize < x.dtype.itemsize:
+        return x.reshape(x.shape + (1,)).view(new)
+    return x.view(new).reshape(x.shape[:-1]) if new.itemsize > x.dtype.itemsize else x.view(new)
+
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+bitcast_convert_type_p.def_abstract_eval(_bitcast_shape)
+bitcast_convert_type_p.def_batch(lambda axis, args, dims, **kw: (
+    bitcast_convert_type_p.bind(moveaxis_to_front(args[0], dims[0], axis.size), **kw), 0))
+jvp_rule(bitcast_convert_type_p)(lambda out, primals, tangents, **kw: Zero(get_aval(out)))   # bits: no derivative
+for _b in ("numpy", "cupy"):
+    register_impl(bitcast_convert_type_p, _b, _bitcast_impl)
+
+
+def bitcast_convert_type(operand, new_dtype):
+    """``operand``'s bits read as ``new_dtype``: a narrower type adds a last dim (of the size ratio), a wider one
+    consumes it; no derivative (as JAX). ``lax.bitcast_convert_type(fnp.ones(1), "uint32").tolist() == [1065353216]``.
+    """
+    return bitcast_convert_type_p.bind(fnp.asarray(operand), new_dtype=dtypes.canonicalize(new_dtype))
+
+
 def _transpose_pads(k: int, s: int, padding: str) -> tuple[int, int]:
     """jax.lax.conv_transpose's padding of the dilated input for a window ``k`` and stride ``s``."""
     if padding == "SAME":
@@ -465,11 +502,11 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> pl.ConvDi
 
 
 __all__ = ["ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "Precision", "PrecisionLike",
-           "RoundingMethod", "broadcast_like", "stage", "batch_matmul", "broadcast", "broadcast_shapes",
-           "broadcast_to_rank", "broadcasted_iota", "collapse", "conv", "conv_dimension_numbers",
-           "conv_general_dilated_patches", "conv_general_permutations", "conv_general_shape_tuple",
-           "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple", "conv_with_general_padding", "dot",
-           "dtype", "dynamic_index_in_dim", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
-           "dynamic_update_slice_in_dim", "empty", "full_like", "index_in_dim", "index_take",
-           "optimization_barrier", "padtype_to_pads", "reduce_precision", "reduce_window",
+           "RoundingMethod", "broadcast_like", "stage", "batch_matmul", "bitcast_convert_type", "broadcast",
+           "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "collapse", "conv",
+           "conv_dimension_numbers", "conv_general_dilated_patches", "conv_general_permutations",
+           "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple",
+           "conv_with_general_padding", "dot", "dtype", "dynamic_index_in_dim", "dynamic_slice_in_dim",
+           "dynamic_update_index_in_dim", "dynamic_update_slice_in_dim", "empty", "full_like", "index_in_dim",
+           "index_take", "optimization_barrier", "padtype_to_pads", "reduce_precision", "reduce_window",
            "reduce_window_shape_tuple", "split", "stack", "tile", "unstack"]

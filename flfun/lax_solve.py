@@ -1,10 +1,10 @@
 """jax.lax's implicitly differentiated solvers, ``custom_root`` and ``custom_linear_solve``, and the special
 functions ``betainc``, ``igamma_grad_a`` and ``random_gamma_grad``.
 
-The solvers run the user's ``solve`` with the closures of ``f`` / ``matvec`` under ``stop_gradient`` and attach the implicit-function derivative with one
-correction term whose value is zero: ``x + (d - stop_gradient(d))`` where ``d`` solves the linearised system for
-the residual. Its derivative is the implicit one (exact at a root / solution), and because it is built from
-ordinary ops it needs no rules of its own: closures over traced values, jvp, grad, vmap and jit all apply."""
+The solvers run the user's ``solve`` with the closures of ``f`` / ``matvec`` under ``stop_gradient`` and attach
+the implicit-function derivative with correction terms whose value is zero: ``x + (d - stop_gradient(d))`` where
+``d`` is a Newton step for the residual. Their derivative is the implicit one (exact at a root / solution), and
+being built from ordinary ops it needs no rules of its own: closures over traced values, jvp, grad, vmap and jit all apply."""
 from __future__ import annotations
 
 from typing import Callable

@@ -59,7 +59,8 @@ def test_differentiation_errors_where_flfun_accepts_more():
     with pytest.raises(TypeError, match=r"^jacrev requires real- or complex-valued outputs .* but got int64\. For "
                                         r"differentiation of functions with integer outputs, use vjp directly\.$"):
         fl.jacrev(lambda x: x.astype(int))(F64)
-    np.testing.assert_allclose(np.asarray(fl.jacfwd(fnp.sin)(fnp.asarray(C128))), jax.jacfwd(jnp.sin, holomorphic=True)(C128))
+    np.testing.assert_allclose(np.asarray(fl.jacfwd(fnp.sin)(fnp.asarray(C128))),
+                               jax.jacfwd(jnp.sin, holomorphic=True)(C128))
 
 
 def test_allow_int_gives_zeros_of_the_input_dtype():

@@ -75,7 +75,8 @@ X = np.arange(60.0).reshape(5, 4, 3) / 7
 @pytest.mark.parametrize("fn, ref", [
     (lambda x: x[fnp.asarray([3, 0, 4, 0])], lambda x: x[jnp.asarray([3, 0, 4, 0])]),
     (lambda x: x[:, fnp.asarray([[1, 3], [0, 0]])], lambda x: x[:, jnp.asarray([[1, 3], [0, 0]])]),
-    (lambda x: x[fnp.asarray([1, 2]), :, fnp.asarray([0, 2])], lambda x: x[jnp.asarray([1, 2]), :, jnp.asarray([0, 2])]),
+    (lambda x: x[fnp.asarray([1, 2]), :, fnp.asarray([0, 2])],
+     lambda x: x[jnp.asarray([1, 2]), :, jnp.asarray([0, 2])]),
     (lambda x: fnp.take_along_axis(x, fnp.asarray(np.arange(60).reshape(5, 4, 3) % 4), axis=1),
      lambda x: jnp.take_along_axis(x, jnp.asarray(np.arange(60).reshape(5, 4, 3) % 4), axis=1)),
 ])
@@ -134,7 +135,8 @@ def test_scatter_grads_match_jax(name):
 
     def f(lx, L):
         dn = _dn("scatter", ROWS)[L is jnp]
-        return lambda a, u: (getattr(lx, name)(a, idx, u, dn, unique_indices=True) ** 2 * L.arange(15.0).reshape(5, 3)).sum()
+        weights = L.arange(15.0).reshape(5, 3)
+        return lambda a, u: (getattr(lx, name)(a, idx, u, dn, unique_indices=True) ** 2 * weights).sum()
     ours = fl.grad(f(lax, fnp), argnums=(0, 1))(fnp.asarray(x), fnp.asarray(upd))
     for a, b in zip(ours, jax.grad(f(jl, jnp), argnums=(0, 1))(jnp.asarray(x), jnp.asarray(upd))):
         _close(a, b)

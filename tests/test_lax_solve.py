@@ -29,7 +29,8 @@ def _root(m, L):
     """The root of ``x^3 / 3 + p * x - c`` per component (closing over the parameters)."""
     def root(p, c):
         f = lambda x: x ** 3 / 3 + p * x - c
-        return m.lax.custom_root(f, L.asarray(np.ones(3)), _newton(m, L), lambda g, y: L.linalg.solve(m.jacfwd(g)(y), y))
+        tangent_solve = lambda g, y: L.linalg.solve(m.jacfwd(g)(y), y)
+        return m.lax.custom_root(f, L.asarray(np.ones(3)), _newton(m, L), tangent_solve)
     return root
 
 
@@ -117,3 +118,19 @@ def test_conv_general_dilated_patches_matches_jax(args, kw):
     w = np.random.default_rng(1).normal(size=jl.conv_general_dilated_patches(x, *args, **kw).shape)
     _close(fl.grad(lambda v: (lax.conv_general_dilated_patches(v, *args, **kw) * w).sum())(x),
            jax.grad(lambda v: (jl.conv_general_dilated_patches(v, *args, **kw) * w).sum())(x))
+
+
+def test_bitcast_convert_type_matches_jax():
+    x = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+    for dt in ("uint32", "int16", "uint8", "float32"):
+        np.testing.assert_array_equal(np.asarray(lax.bitcast_convert_type(x, dt)), jl.bitcast_convert_type(x, dt))
+    u = np.arange(8, dtype=np.uint16).reshape(4, 2)
+    np.testing.assert_array_equal(np.asarray(lax.bitcast_convert_type(u, "float32")),
+                                  jl.bitcast_convert_type(u, jnp.float32))
+    np.testing.assert_array_equal(np.asarray(fl.vmap(lambda v: lax.bitcast_convert_type(v, "uint8"), in_axes=1)(x)),
+                                  jax.vmap(lambda v: jl.bitcast_convert_type(v, jnp.uint8), in_axes=1)(x))
+    np.testing.assert_array_equal(np.asarray(fl.jit(lambda v: lax.bitcast_convert_type(v, "int16"))(x.T)),
+                                  jl.bitcast_convert_type(x.T, jnp.int16))
+    assert not np.asarray(fl.grad(lambda v: lax.bitcast_convert_type(v, "float32").sum())(x)).any()
+    with pytest.raises(ValueError, match=r"bitcast_convert_type: u16\[2,3\] to float32 needs a last dim of 2"):
+        lax.bitcast_convert_type(np.ones((2, 3), np.uint16), "float32")

@@ -151,8 +151,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         aval = get_aval(out) if isinstance(out, Array) or type(out) in (int, float, complex) else None
         if aval is None or aval.shape != ():
             what = aval.str_short() if aval is not None else f"a {type(out).__name__}"
-            raise TypeError(f"grad: the function must return a real float scalar, got {what}; use jacrev or vjp for non-scalar "
-                            f"outputs")
+            raise TypeError(f"grad: the function must return a real float scalar, got {what}; use jacrev or vjp for "
+                            f"non-scalar outputs")
         check_output("grad", aval.dtype, holomorphic, complex_ok=False)
         seed = full_array((), 1, aval.dtype)
         if type(out) is Array and out._device is not seed._device:   # seed the cotangent where the output lives
@@ -190,4 +190,5 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, h
 
 grad, value_and_grad = decorator_factory(grad), decorator_factory(value_and_grad)   # @grad(argnums=...) too
 
-__all__ = ["vjp", "grad", "value_and_grad", "check_inputs", "check_output", "backward_pass", "UndefinedPrimal", "tree_map"]
+__all__ = ["vjp", "grad", "value_and_grad", "check_inputs", "check_output", "backward_pass", "UndefinedPrimal",
+           "tree_map"]
