@@ -13,7 +13,8 @@ from flfun.core import get_aval
 from flfun.ir import eval_program
 from flfun.primitives.elementwise import stop_gradient
 from flfun import numpy as fnp
-from flfun.scipy.special import _floats, betainc as _betainc, gammainc as _gammainc, gammaln as _gammaln
+from flfun.numpy.promotion import to_float
+from flfun.scipy.special import betainc as _betainc, gammainc as _gammainc, gammaln as _gammaln
 from flfun.transforms.jvp import jvp
 from flfun.transforms.subprogram import strong, trace_body
 from flfun.tree import tree_flatten, tree_map, tree_unflatten
@@ -112,7 +113,7 @@ def igamma_grad_a(a, x):
         >>> round(float(lax.igamma_grad_a(2.0, 1.5)), 4)
         -0.3135
     """
-    a, x = fnp.broadcast_arrays(*_floats(a, x))
+    a, x = fnp.broadcast_arrays(to_float(fnp.asarray(a)), to_float(fnp.asarray(x)))
     return jvp(lambda a: _gammainc(a, x), (a,), (fnp.ones_like(a),))[1]
 
 
@@ -125,7 +126,7 @@ def random_gamma_grad(a, x):
         >>> round(float(lax.random_gamma_grad(2.0, 1.5)), 4)
         0.9366
     """
-    a, x = fnp.broadcast_arrays(*_floats(a, x))
+    a, x = fnp.broadcast_arrays(to_float(fnp.asarray(a)), to_float(fnp.asarray(x)))
     density = fnp.exp((a - 1.0) * fnp.log(x) - x - _gammaln(a))
     return -igamma_grad_a(a, x) / density
 
