@@ -14,3 +14,5 @@ from flfun.primitives.fft import *  # noqa: F401,F403
 from flfun.lax_control import *  # noqa: F401,F403  (cond, switch, while_loop, fori_loop, scan, map)
 from flfun.lax_math import *  # noqa: F401,F403
 from flfun.lax_shape import *  # noqa: F401,F403  (its conv_dimension_numbers takes jax.lax's shapes)
+from flfun.lax_gather import *  # noqa: F401,F403  (gather/scatter with dimension numbers; axes= as before)
+from flfun.lax_solve import *  # noqa: F401,F403  (custom_root, custom_linear_solve, betainc)

@@ -14,6 +14,8 @@ from flfun.primitives import elementwise as pe
 from flfun.primitives import linalg as pl
 from flfun.primitives import reduce as pr
 from flfun.primitives import slicing as ps
+from flfun.core import Primitive, ShapedArray, get_aval, register_impl, short
+from flfun.primitives.rules import Zero, jvp_rule, moveaxis_to_front
 from flfun.util import canonical_axes
 
 
@@ -29,14 +31,6 @@ class RoundingMethod(enum.IntEnum):
     """How ``lax.round`` breaks ties (jax.lax's names)."""
     AWAY_FROM_ZERO = 0
     TO_NEAREST_EVEN = 1
-
-
-class GatherScatterMode(enum.Enum):
-    """How gathers and scatters treat out-of-bounds indices (flfun's ``mode=`` strings: 'clip', 'fill')."""
-    CLIP = 1
-    FILL_OR_DROP = 2
-    PROMISE_IN_BOUNDS = 3
-    ONE_HOT = 4
 
 
 ConvGeneralDilatedDimensionNumbers = pl.ConvDimensionNumbers
@@ -356,6 +350,61 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
                                    rhs_dilation=rhs_dilation, dimension_numbers=dn)
 
 
+def conv_general_dilated_patches(lhs, filter_shape: Sequence[int], window_strides: Sequence[int], padding,
+                                 lhs_dilation=None, rhs_dilation=None, dimension_numbers=None, precision=None,
+                                 preferred_element_type=None):
+    """The ``filter_shape`` patches a convolution would see, as output features ordered ``(input feature, *filter
+    position)`` flattened: a grouped convolution with one-hot kernels (so every transform applies).
+
+    Example::
+
+        >>> lax.conv_general_dilated_patches(fnp.ones((1, 3, 5, 4)), (2, 3), (1, 1), "VALID").shape
+        (1, 18, 4, 2)
+    """
+    lhs = fnp.asarray(lhs)
+    dn = pl.conv_dimension_numbers(lhs.ndim, dimension_numbers)
+    c, size = lhs.shape[dn.lhs_spec[1]], int(np.prod(filter_shape))
+    eye = np.eye(size, dtype=lhs.dtype).reshape(size, 1, *filter_shape)
+    kernel = np.transpose(np.tile(eye, (c,) + (1,) * (eye.ndim - 1)), np.argsort(dn.rhs_spec))
+    return pl.conv_general_dilated(lhs, fnp.asarray(kernel), window_strides, padding, lhs_dilation=lhs_dilation,
+                                   rhs_dilation=rhs_dilation, dimension_numbers=dn, feature_group_count=c)
+
+
+def _bitcast_shape(x, *, new_dtype):
+    shape, old, new = tuple(x.shape), x.dtype.itemsize, np.dtype(new_dtype).itemsize
+    if new < old:
+        shape = shape + (old // new,)
+    elif new > old:
+        if not shape or shape[-1] * old != new:
+            raise ValueError(f"bitcast_convert_type: {short(x)} to {np.dtype(new_dtype).name} needs a last dim of "
+                             f"{new // old}, got shape {shape}")
+        shape = shape[:-1]
+    return ShapedArray(shape, np.dtype(new_dtype))
+
+
+def _bitcast_impl(x, *, new_dtype):
+    new, x = np.dtype(new_dtype), x if x.flags.c_contiguous else x.copy()
+    if new.itemsize < x.dtype.itemsize:
+        return x.reshape(x.shape + (1,)).view(new)
+    return x.view(new).reshape(x.shape[:-1]) if new.itemsize > x.dtype.itemsize else x.view(new)
+
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+bitcast_convert_type_p.def_abstract_eval(_bitcast_shape)
+bitcast_convert_type_p.def_batch(lambda axis, args, dims, **kw: (
+    bitcast_convert_type_p.bind(moveaxis_to_front(args[0], dims[0], axis.size), **kw), 0))
+jvp_rule(bitcast_convert_type_p)(lambda out, primals, tangents, **kw: Zero(get_aval(out)))   # bits: no derivative
+for _b in ("numpy", "cupy"):
+    register_impl(bitcast_convert_type_p, _b, _bitcast_impl)
+
+
+def bitcast_convert_type(operand, new_dtype):
+    """``operand``'s bits read as ``new_dtype``: a narrower type adds a last dim (of the size ratio), a wider one
+    consumes it; no derivative (as JAX). ``lax.bitcast_convert_type(fnp.ones(1), "uint32").tolist() == [1065353216]``.
+    """
+    return bitcast_convert_type_p.bind(fnp.asarray(operand), new_dtype=dtypes.canonicalize(new_dtype))
+
+
 def _transpose_pads(k: int, s: int, padding: str) -> tuple[int, int]:
     """jax.lax.conv_transpose's padding of the dilated input for a window ``k`` and stride ``s``."""
     if padding == "SAME":
@@ -452,12 +501,12 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> pl.ConvDi
     return pl.conv_dimension_numbers(len(lhs_shape), dimension_numbers)
 
 
-__all__ = ["ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "GatherScatterMode", "Precision",
-           "PrecisionLike", "RoundingMethod", "broadcast_like", "stage",
-           "batch_matmul", "broadcast", "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "collapse",
-           "conv", "conv_dimension_numbers", "conv_general_permutations", "conv_general_shape_tuple",
-           "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple", "conv_with_general_padding", "dot",
-           "dtype", "dynamic_index_in_dim", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
-           "dynamic_update_slice_in_dim", "empty", "full_like", "index_in_dim", "index_take", "optimization_barrier",
-           "padtype_to_pads", "reduce_precision", "reduce_window", "reduce_window_shape_tuple", "split", "stack",
-           "tile", "unstack"]
+__all__ = ["ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "Precision", "PrecisionLike",
+           "RoundingMethod", "broadcast_like", "stage", "batch_matmul", "bitcast_convert_type", "broadcast",
+           "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "collapse", "conv",
+           "conv_dimension_numbers", "conv_general_dilated_patches", "conv_general_permutations",
+           "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple",
+           "conv_with_general_padding", "dot", "dtype", "dynamic_index_in_dim", "dynamic_slice_in_dim",
+           "dynamic_update_index_in_dim", "dynamic_update_slice_in_dim", "empty", "full_like", "index_in_dim",
+           "index_take", "optimization_barrier", "padtype_to_pads", "reduce_precision", "reduce_window",
+           "reduce_window_shape_tuple", "split", "stack", "tile", "unstack"]

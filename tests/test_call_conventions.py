@@ -59,6 +59,26 @@ def test_vmap_and_pmap_as_decorator_factories():
     np.testing.assert_array_equal(np.asarray(total(fnp.ones((1, 2)))), [[1.0, 1.0]])
 
 
+def test_remat_and_checkpoint_as_decorator_factories():
+    @fl.remat(policy=fl.checkpoint_policies.dots_saveable)
+    def layer(x):
+        return fnp.sin(x) * x
+
+    @functools.partial(fl.checkpoint, static_argnums=1)
+    def power(x, n):
+        return x ** n if n > 0 else -x      # Python control flow on the static n
+
+    @fl.checkpoint(static_argnums=(1,), prevent_cse=False)
+    def scaled(x, k):
+        return x * k
+
+    assert float(fl.grad(layer)(1.0)) == pytest.approx(float(jax.grad(lambda x: jnp.sin(x) * x)(1.0)), rel=1e-6)
+    assert float(fl.grad(power)(2.0, 3)) == 12.0 and float(fl.grad(power)(2.0, -1)) == -1.0
+    assert float(fl.jit(fl.grad(scaled), static_argnums=1)(2.0, 5)) == 5.0
+    with pytest.raises(TypeError, match="checkpoint: fun must be callable"):
+        fl.checkpoint(3)
+
+
 def test_plain_calls_and_errors_are_unchanged():
     assert float(fl.jit(lambda x: x + 1)(1.0)) == 2.0
     with pytest.raises(ValueError, match="jit: fun must be callable"):

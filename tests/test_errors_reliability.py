@@ -81,9 +81,9 @@ def test_jit_accepts_what_a_signature_allows():
 
 
 def test_jacrev_of_an_integer_output():
-    with pytest.raises(TypeError, match=r"jacrev: the function's outputs must be floating point, got i32\[2\]"):
+    with pytest.raises(TypeError, match=r"jacrev requires real- or complex-valued outputs .* but got int32"):
         fl.jacrev(lambda x: (x > 0).astype("int32"))(fnp.ones(2))
-    with pytest.raises(TypeError, match=r"jacrev: .* got bool\[2\]"):
+    with pytest.raises(TypeError, match=r"jacrev requires .* but got bool"):
         fl.jacrev(lambda x: (fnp.sin(x), x > 0))(fnp.ones(2))
 
 

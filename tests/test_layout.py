@@ -26,8 +26,8 @@ LAYERS = [
     ["flfun.distributed"],                                                       # devices, sharded, pmap, comms
     ["flfun.backends.numpy_backend", "flfun.backends.cupy_backend", "flfun.backends.xp", "flfun.backends.cuda",
      "flfun.backends.cfuse"],
-    ["flfun.numpy", "flfun.lax", "flfun.lax_control", "flfun.lax_math", "flfun.lax_shape", "flfun.scipy",
-     "flfun.random", "flfun.nn", "flfun.optim", "flfun.checkpoint", "flfun.serialization", "flfun.profiler",
+    ["flfun.numpy", "flfun.lax", "flfun.lax_control", "flfun.lax_math", "flfun.lax_shape", "flfun.lax_gather",
+     "flfun.lax_solve", "flfun.scipy", "flfun.random", "flfun.nn", "flfun.optim", "flfun.checkpoint", "flfun.serialization", "flfun.profiler",
      "flfun.testing", "flfun.extend"],
     ["flfun"],
 ]

@@ -26,6 +26,8 @@ SPECIAL = {
     "betaln": (S.betaln, sp.betaln, (np.linspace(0.1, 20, 30), np.linspace(0.3, 9, 30)), 1e-12),
     "gammainc": (S.gammainc, sp.gammainc, (np.array([0.1, 0.5, 1, 2, 5, 10, 30.])[:, None], _POS[:120]), 1e-12),
     "gammaincc": (S.gammaincc, sp.gammaincc, (np.array([0.1, 0.5, 1, 2, 5, 10, 30.])[:, None], _POS[:120]), 1e-12),
+    "betainc": (S.betainc, sp.betainc, (np.array([0.05, 0.5, 1, 3, 20, 95.])[:, None, None],
+                                         np.array([0.1, 1, 4.5, 60.])[:, None], np.linspace(0, 1, 41)), 1e-11),
     "xlogy": (S.xlogy, sp.xlogy, (np.array([0.0, 0.0, 1.5, -2.0]), np.array([0.0, 3.0, 2.0, 0.5])), 1e-14),
     "xlog1py": (S.xlog1py, sp.xlog1py, (np.array([0.0, 0.0, 1.5, -2.0]), np.array([-1.0, 3.0, 2.0, 0.5])), 1e-14),
     "entr": (S.entr, sp.entr, (np.array([-1.0, 0.0, 0.3, 1.0, 7.0]),), 1e-14),
@@ -81,6 +83,7 @@ GRADS = {
     "gammaln": (S.gammaln, (np.array([-2.5, 0.3, 1.7, 9.0]),)),
     "digamma": (S.digamma, (np.array([-2.5, 0.3, 1.7, 9.0]),)),
     "betaln": (S.betaln, (np.array([0.5, 2.0]), np.array([1.5, 7.0]))),
+    "betainc": (S.betainc, (np.array([0.5, 2.0, 30.0]), np.array([1.5, 7.0, 3.0]), np.array([0.2, 0.5, 0.9]))),
     "gammainc": (S.gammainc, (np.array([0.5, 2.0, 8.0]), np.array([0.3, 4.0, 6.0]))),
     "gammaincc": (S.gammaincc, (np.array([0.5, 2.0, 8.0]), np.array([0.3, 4.0, 6.0]))),
     "xlogy": (S.xlogy, (np.array([0.5, -2.0]), np.array([1.5, 3.0]))),
@@ -92,6 +95,14 @@ GRADS = {
     "i0e": (S.i0e, (np.array([-3.0, 0.5, 40.0]),)),
     "i1e": (S.i1e, (np.array([-3.0, 0.5, 40.0]),)),
     "zeta": (S.zeta, (np.array([2.0, 3.5]), np.array([1.0, 0.5]))),
+    "xlog1py": (S.xlog1py, (np.array([0.5, -2.0]), np.array([1.5, -0.3]))),
+    "expit": (S.expit, (np.array([-3.0, 0.2, 5.0]),)),
+    "erf": (S.erf, (np.array([-1.5, 0.2, 2.0]),)),
+    "ndtr": (S.ndtr, (np.array([-4.0, 0.2, 2.0]),)),
+    "entr": (S.entr, (np.array([0.1, 0.5, 3.0]),)),
+    "multigammaln": (lambda a: S.multigammaln(a, 3), (np.array([1.5, 4.0]),)),
+    "logsumexp": (lambda a, b: S.logsumexp(a, axis=0, b=b), (np.array([[0.5, -1.0], [2.0, 0.3]]),
+                                                               np.array([[1.0, 2.0], [0.5, 3.0]]))),
 }
 
 
@@ -112,7 +123,7 @@ def test_special_grads_match_scipy_derivatives():
 @settings(max_examples=8, deadline=None)
 @given(x=arrays("float64", shapes(min_dims=1, max_dims=2), low=0.2, high=12.0))
 def test_special_vmap(x):
-    for f in (S.gammaln, S.digamma, S.log_ndtr, S.i1e, lambda v: S.gammainc(2.5, v)):
+    for f in (S.gammaln, S.digamma, S.log_ndtr, S.i1e, lambda v: S.gammainc(2.5, v), lambda v: S.betainc(v, 2.0, 0.3)):
         check_vmap(f, (x,), atol=1e-12, rtol=1e-12)
 
 
@@ -136,7 +147,7 @@ STATS = [
     ("uniform", ("logpdf", "pdf", "cdf"), (_X, 0.5, 2.0), ss.uniform),
     ("t", ("logpdf", "pdf"), (_X, 3.0, 0.5, 2.0), ss.t),
     ("gamma", ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"), (_X, 2.5, -1.0, 2.0), ss.gamma),
-    ("beta", ("logpdf", "pdf"), (np.linspace(-0.5, 1.5, 21), 2.5, 0.7), ss.beta),
+    ("beta", ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"), (np.linspace(-0.5, 1.5, 21), 2.5, 0.7), ss.beta),
     ("poisson", ("logpmf", "pmf", "cdf"), (_K, 3.5), ss.poisson),
     ("bernoulli", ("logpmf", "pmf", "cdf"), (_K, 0.3), ss.bernoulli),
 ]
@@ -150,6 +161,14 @@ def test_stats_values(name, methods, args, ref):
         finite = np.isfinite(expected)
         np.testing.assert_allclose(out[finite], expected[finite], rtol=1e-12, err_msg=f"{name}.{m}")
         assert np.array_equal(out[~finite], expected[~finite]), f"{name}.{m}"
+
+
+def test_poisson_entropy():
+    mu = np.array([0.0, 1e-3, 0.5, 1.0, 5.0, 10.0, 50.0, 99.9, 100.0, 150.0, 1e3])   # scipy's sum fails above
+    np.testing.assert_allclose(np.asarray(T.poisson.entropy(mu)), ss.poisson.entropy(mu), rtol=1e-9)
+    assert np.isnan(np.asarray(T.poisson.entropy(-1.0)))
+    check_grads(T.poisson.entropy, (np.array([0.7, 20.0, 300.0]),), atol=1e-6)
+    check_vmap(T.poisson.entropy, (np.array([[0.7, 20.0], [300.0, 2.0]]),), atol=1e-12, rtol=1e-12)
 
 
 def test_stats_quantiles_and_multivariate():
@@ -183,6 +202,8 @@ def test_stats_grads_and_vmap():
     check_grads(lambda x, a, b: T.beta.logpdf(x, a, b), (np.array([0.3, 0.8]), np.array([1.5, 4.0]),
                                                         np.array([2.0, 0.5])))
     check_grads(lambda x: T.t.logpdf(x, 3.0), (np.array([0.3, -2.0]),))
+    check_grads(lambda x, a, b: T.beta.cdf(x, a, b), (np.array([0.3, 0.8]), np.array([1.5, 4.0]), np.array([2.0, 0.5])),
+                atol=1e-6)
     check_grads(lambda m: T.multivariate_normal.logpdf(np.array([0.2, -0.3]), m, np.array([[2.0, 0.3], [0.3, 1.0]])),
                 (np.array([0.1, 0.4]),))
     check_vmap(lambda x: T.norm.logcdf(x), (np.linspace(-40, 5, 6).reshape(3, 2),), atol=1e-12, rtol=1e-12)
@@ -255,6 +276,18 @@ def test_linalg_grads():
     check_grads(lambda a: L.lu(a)[2], (a,), atol=1e-6)
     check_grads(L.expm, (a,), atol=1e-6)
     check_grads(L.det, (a,), atol=1e-6)
+
+
+@pytest.mark.parametrize("f", [
+    L.inv, lambda m: L.eigh(m + m.T, eigvals_only=True), lambda m: L.svd(m, compute_uv=False),
+    lambda m: L.qr(m)[1], lambda m: L.block_diag(m, m[:2, :1]), lambda m: L.cho_factor(m @ m.T + 4 * np.eye(3))[0],
+    lambda m: L.solve_triangular(m + 3 * np.eye(3), m[:, 0], lower=False),
+], ids=["inv", "eigh", "svd", "qr", "block_diag", "cho_factor", "solve_triangular"])
+def test_linalg_grads_and_vmap_of_the_rest(f):
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(3, 3)) + np.diag([3.0, 1.0, -2.0])      # well separated eigen- and singular values
+    check_grads(f, (a,), atol=1e-6)
+    check_vmap(f, (np.stack([a, a.T, 2 * a]),), atol=1e-10, rtol=1e-10)
 
 
 def test_linalg_batched_vmap_jit():

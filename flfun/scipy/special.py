@@ -187,6 +187,35 @@ def gammaincc(a, x) -> Array:
     return fnp.where(x <= 0, 1.0, q)
 
 
+def _betainc_cf(a, b, x):
+    """I_x(a, b) by its continued fraction, evaluated bottom-up (good for x < (a + 1) / (a + b + 2))."""
+    f = fnp.zeros_like(x)
+    for n in range(2 * _SERIES_TERMS, 0, -1):
+        m = n // 2
+        d = (m * (b - m) / ((a + (2 * m - 1)) * (a + 2 * m)) if n % 2 == 0 else
+             -(a + m) * (a + b + m) / ((a + 2 * m) * (a + (2 * m + 1))))
+        f = d * x / (1.0 + f)
+    return fnp.exp(xlogy(a, x) + xlog1py(b, -x) - fnp.log(a) - betaln(a, b)) / (1.0 + f)
+
+
+def betainc(a, b, x) -> Array:
+    """The regularised incomplete beta ``I_x(a, b)`` for ``a, b > 0`` (a continued fraction with a fixed number
+    of terms, on the side of the symmetry ``I_x(a, b) = 1 - I_{1-x}(b, a)`` where it converges fast; float64
+    accuracy for ``a, b`` up to about 100; differentiable in ``a``, ``b`` and ``x``).
+
+    Example::
+
+        >>> round(float(betainc(2.0, 3.0, 0.4)), 6)
+        0.5248
+    """
+    a, b, x = fnp.broadcast_arrays(*_floats(a, b, x))
+    flip = x > (a + 1.0) / (a + b + 2.0)
+    xs = fnp.where((x <= 0) | (x >= 1), 0.5, fnp.where(flip, 1.0 - x, x))     # inside (0, 1) for the fraction
+    v = _betainc_cf(fnp.where(flip, b, a), fnp.where(flip, a, b), xs)
+    out = fnp.where(x <= 0, 0.0, fnp.where(x >= 1, 1.0, fnp.where(flip, 1.0 - v, v)))
+    return fnp.where((a <= 0) | (b <= 0), math.nan, out)
+
+
 # --------------------------------------------------------------------------------------- elementary-ish
 def xlogy(x, y) -> Array:
     """``x * log(y)``, 0 where ``x == 0`` (also for ``y == 0``).
@@ -520,6 +549,6 @@ def zeta(x, q=None) -> Array:
     return fnp.where(x == 1, math.inf, fnp.where(x < 1, math.nan, total))
 
 
-__all__ = ["betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gamma", "gammainc", "gammaincc",
+__all__ = ["betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gamma", "gammainc", "gammaincc",
            "gammaln", "i0", "i0e", "i1", "i1e", "log_ndtr", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
            "xlog1py", "xlogy", "zeta"]

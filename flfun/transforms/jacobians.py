@@ -3,12 +3,11 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from flfun import dtypes
 from flfun.core import get_aval
 from flfun.primitives.elementwise import convert_element_type, eq
 from flfun.primitives.shape import iota, reshape, slice as slice_
 from flfun.transforms.jvp import jvp
-from flfun.transforms.vjp import check_argnums, with_args, vjp
+from flfun.transforms.vjp import check_argnums, check_inputs, check_output, with_args, vjp
 from flfun.transforms.vmap import vmap
 from flfun.tree import tree_flatten, tree_leaves, tree_unflatten
 from flfun.util import prod
@@ -35,16 +34,13 @@ def _basis(avals) -> list:
     return [convert_element_type(b, a.dtype) for b, a in zip(_split_axis(eye, avals, 1), avals)]
 
 
-def _setup(fname, f, argnums, args):
+def _setup(fname, f, argnums, args, holomorphic=False, allow_int=False):
     """The differentiated arguments, their leaves and tree, whether ``argnums`` is a sequence, and ``f`` as a
     function of those arguments."""
     nums, multiple = check_argnums(fname, argnums, len(args))
     dargs = tuple(args[n] for n in nums)
     for n, arg in zip(nums, dargs):
-        for aval in map(get_aval, tree_leaves(arg)):
-            if not dtypes.is_inexact(aval.dtype):
-                raise TypeError(f"{fname}: differentiated inputs must be floating point or complex, got "
-                                f"{aval.str_short()} (argument {n})")
+        check_inputs(fname, tree_leaves(arg), lambda dt: n, holomorphic, allow_int)
     leaves, tree = tree_flatten(dargs)
 
     def g(*d):
@@ -52,8 +48,14 @@ def _setup(fname, f, argnums, args):
     return dargs, leaves, tree, multiple, g
 
 
-def jacfwd(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
-    """Jacobian by forward mode (one jvp per input element, vectorised with vmap).
+def _check_outputs(fname: str, out, holomorphic: bool) -> None:
+    for leaf in tree_leaves(out):
+        check_output(fname, get_aval(leaf).dtype, holomorphic, complex_ok=True)
+
+
+def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = False) -> Callable:
+    """Jacobian by forward mode (one jvp per input element, vectorised with vmap). ``holomorphic=True`` requires
+    complex inputs and outputs (JAX's check; complex inputs and outputs work without it too).
 
     The result has shape ``out.shape + in.shape`` (nested as output-tree of input-tree for pytrees).
 
@@ -62,31 +64,33 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         >>> fl.jacfwd(fnp.sin)(fnp.zeros(3))   # identity matrix
     """
     def jac(*args):
-        dargs, leaves, tree, multiple, g = _setup("jacfwd", f, argnums, args)
+        dargs, leaves, tree, multiple, g = _setup("jacfwd", f, argnums, args, holomorphic)
         in_avals = [get_aval(x) for x in leaves]
         out = vmap(lambda *t: jvp(g, dargs, tree_unflatten(tree, t))[1], in_axes=0, out_axes=-1)(*_basis(in_avals))
+        if holomorphic:                       # the tangents have the outputs' dtypes
+            _check_outputs("jacfwd", out, holomorphic)
         out_leaves, out_tree = tree_flatten(out)
         per_out = [tree_unflatten(tree, _split_axis(o, in_avals, len(o.shape) - 1)) for o in out_leaves]
         return tree_unflatten(out_tree, [t if multiple else t[0] for t in per_out])
     return jac
 
 
-def jacrev(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+def jacrev(f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = False,
+           allow_int: bool = False) -> Callable:
     """Jacobian by reverse mode (one vjp per output element, vectorised with vmap); same layout as jacfwd.
+    ``holomorphic`` as in ``jacfwd``; ``allow_int=True`` admits integer and bool inputs (zero Jacobian blocks of
+    the input's dtype, as ``grad``).
 
     Example::
 
         >>> fl.jacrev(lambda x: x ** 2)(fnp.arange(3.0))   # diag(0, 2, 4)
     """
     def jac(*args):
-        dargs, _, in_tree, multiple, g = _setup("jacrev", f, argnums, args)
+        dargs, _, in_tree, multiple, g = _setup("jacrev", f, argnums, args, holomorphic, allow_int)
         out, f_vjp = vjp(g, *dargs)
         out_leaves, out_tree = tree_flatten(out)
         out_avals = [get_aval(o) for o in out_leaves]
-        bad = next((a for a in out_avals if not dtypes.is_inexact(a.dtype)), None)
-        if bad is not None:
-            raise TypeError(f"jacrev: the function's outputs must be floating point, got {bad.str_short()} "
-                            f"(an integer or bool output has no reverse-mode cotangent; cast it with .astype)")
+        _check_outputs("jacrev", out, holomorphic)
         cts = vmap(lambda *ct: tree_flatten(f_vjp(tree_unflatten(out_tree, ct)))[0])(*_basis(out_avals))
         blocks = [_split_axis(c, out_avals, 0) for c in cts]    # per input leaf, per output leaf
         per_out = [tree_unflatten(in_tree, [b[i] for b in blocks]) for i in range(len(out_avals))]
@@ -94,17 +98,17 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     return jac
 
 
-def hessian(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+def hessian(f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = False) -> Callable:
     """Hessian of a scalar function: ``jacfwd(jacrev(f))``.
 
     Example::
 
         >>> fl.hessian(lambda x: fnp.sum(x ** 3))(fnp.ones(2))   # diag(6, 6)
     """
-    hess = jacfwd(jacrev(f, argnums), argnums)
+    hess = jacfwd(jacrev(f, argnums, holomorphic), argnums, holomorphic)
 
     def checked(*args):
-        _setup("hessian", f, argnums, args)     # errors name hessian, not the jacfwd inside
+        _setup("hessian", f, argnums, args, holomorphic)     # errors name hessian, not the jacfwd inside
         return hess(*args)
     return checked
 

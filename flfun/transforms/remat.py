@@ -22,6 +22,7 @@ from flfun.transforms.loops import float_nz
 from flfun.transforms.subprogram import (batch_program, check_types, fresh, jvp_program, run_closed, strong,
                                          trace_body, transpose_program)
 from flfun.tree import tree_flatten, tree_map, tree_unflatten
+from flfun.util import decorator_factory
 
 remat_p = Primitive("remat", multiple_results=True)
 name_p = Primitive("name")
@@ -189,6 +190,9 @@ def checkpoint(fun: Callable, prevent_cse: bool = True, policy: Callable | None 
         block = fl.checkpoint(lambda x, w: fnp.tanh(x @ w))
         g = fl.grad(lambda x, w: fnp.sum(block(block(x, w), w)), argnums=1)(x, w)
         fl.checkpoint(f, policy=fl.checkpoint_policies.dots_saveable)
+
+        @fl.remat(static_argnums=1)          # options first: a decorator
+        def layer(x, n): ...
     """
     if not callable(fun):
         raise TypeError(f"checkpoint: fun must be callable, got {fun!r:.60}")
@@ -230,7 +234,7 @@ def _aval(x):
         raise TypeError(f"checkpoint: argument leaf {x!r:.60} is not an array; pass it with static_argnums") from None
 
 
-remat = checkpoint
+checkpoint = remat = decorator_factory(checkpoint)    # @checkpoint(policy=...) too
 
 __all__ = ["checkpoint", "remat", "checkpoint_name", "checkpoint_policies", "remat_p", "name_p", "remat_split",
            "everything_saveable", "nothing_saveable", "dots_saveable", "dots_with_no_batch_dims_saveable",

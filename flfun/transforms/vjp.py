@@ -38,7 +38,42 @@ def _primal_aux(aux):
     return tree_map(lower, aux)
 
 
-def vjp(f: Callable, *primals, has_aux: bool = False):
+def reduce_axes_removed(fname: str, reduce_axes) -> None:
+    if reduce_axes:
+        raise NotImplementedError(f"reduce_axes argument to {fname} is deprecated (JAX removed it, and so flfun "
+                                  f"has none: reduce over {tuple(reduce_axes)} explicitly, e.g. with lax.psum)")
+
+
+def check_inputs(fname: str, leaves, argnum_of: Callable, holomorphic: bool, allow_int: bool = False) -> None:
+    """JAX's dtype rules for differentiated inputs: complex with ``holomorphic``, else float or complex, and
+    with ``allow_int`` integers and bools too (their derivative is a zero array of their own dtype)."""
+    for leaf in leaves:
+        dt = leaf.dtype if isinstance(leaf, Array) else get_aval(leaf).dtype
+        if holomorphic and not dtypes.is_complex(dt):
+            raise TypeError(f"{fname} with holomorphic=True requires inputs with complex dtype, but got {dt.name} "
+                            f"(argument {argnum_of(dt)}).")
+        if not (dtypes.is_inexact(dt) or allow_int and dt.kind in "iub"):
+            hint = ("use jvp directly" if fname == "jacfwd" else
+                    "use vjp or set allow_int to True" if fname != "hessian" else "cast them with .astype")
+            raise TypeError(f"{fname} requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+                            f"np.inexact), but got {dt.name} (argument {argnum_of(dt)}). If you want to use Boolean- "
+                            f"or integer-valued inputs, {hint}.")
+
+
+def check_output(fname: str, dt, holomorphic: bool, complex_ok: bool) -> None:
+    """JAX's dtype rules for the differentiated outputs (grad: real; jacobians: also complex in flfun)."""
+    if holomorphic and not dtypes.is_complex(dt):
+        raise TypeError(f"{fname} with holomorphic=True requires outputs with complex dtype, but got {dt.name}.")
+    if not holomorphic and not (dtypes.is_inexact(dt) if complex_ok else dtypes.is_float(dt)):
+        what = ("real- or complex-valued outputs (output dtype that is a sub-dtype of np.inexact)" if complex_ok else
+                "real-valued outputs (output dtype that is a sub-dtype of np.floating)")
+        hint = ("For holomorphic differentiation, pass holomorphic=True. For differentiation of non-holomorphic "
+                "functions involving complex outputs" if dtypes.is_complex(dt) else
+                "For differentiation of functions with integer outputs")
+        raise TypeError(f"{fname} requires {what}, but got {dt.name}. {hint}, use vjp directly.")
+
+
+def vjp(f: Callable, *primals, has_aux: bool = False, reduce_axes=()):
     """``(f(*primals), f_vjp)`` where ``f_vjp(ct)`` returns one cotangent per primal (pytrees throughout).
 
     Example::
@@ -46,6 +81,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
         >>> y, f_vjp = fl.vjp(fnp.sin, 0.5)
         >>> f_vjp(1.0)  # (cos(0.5),)
     """
+    reduce_axes_removed("vjp", reduce_axes)
     p_leaves, p_tree = tree_flatten(tuple(primals))
     flat, out_tree = flatten_fun(f, p_tree, has_aux)
     outs, f_vjp_flat = vjp_flat(flat, p_leaves)
@@ -85,7 +121,7 @@ def with_args(args: tuple, nums: tuple, values) -> list:
 
 
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                   holomorphic: bool = False) -> Callable:
+                   holomorphic: bool = False, allow_int: bool = False, reduce_axes=()) -> Callable:
     """Like ``grad`` but returns ``(value, gradient)``; with ``has_aux``, ``((value, aux), gradient)``.
 
     Example::
@@ -93,19 +129,17 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         >>> fl.value_and_grad(lambda x: x ** 2)(3.0)
         (Array(9.), Array(6.))
     """
+    reduce_axes_removed("grad", reduce_axes)
+
     def vg(*args, **kwargs):
         nums, multiple = check_argnums("grad", argnums, len(args))
         if not multiple and isinstance(args[nums[0]], Array):   # one array argument: no pytree work
             leaves, tree = [args[nums[0]]], None
         else:
             leaves, tree = tree_flatten(tuple(args[n] for n in nums))
-        for leaf in leaves:
-            dt = leaf.dtype if isinstance(leaf, Array) else get_aval(leaf).dtype
-            if not (dtypes.is_complex(dt) if holomorphic else dtypes.is_inexact(dt)):
-                want = "complex inputs with holomorphic=True" if holomorphic else "floating-point or complex inputs"
-                n = next(n for n in nums if any(get_aval(x).dtype == dt for x in tree_leaves(args[n])))
-                raise TypeError(f"grad: argument {n} has dtype {dt}; grad requires {want} "
-                                f"(cast with .astype or differentiate other argnums)")
+        check_inputs("grad", leaves, lambda dt: next(n for n in nums if any(get_aval(x).dtype == dt
+                                                                         for x in tree_leaves(args[n]))),
+                     holomorphic, allow_int)
         aux_box = []
 
         def flat_f(*leaves_in):
@@ -115,12 +149,11 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
             return [out]
         (out,), f_vjp = vjp_flat(flat_f, leaves)
         aval = get_aval(out) if isinstance(out, Array) or type(out) in (int, float, complex) else None
-        if aval is None or aval.shape != () or not (dtypes.is_complex(aval.dtype) if holomorphic
-                                                     else dtypes.is_float(aval.dtype)):
+        if aval is None or aval.shape != ():
             what = aval.str_short() if aval is not None else f"a {type(out).__name__}"
-            want = "a complex scalar (holomorphic=True)" if holomorphic else "a real float scalar"
-            raise TypeError(f"grad: the function must return {want}, got {what}; use jacrev or vjp for non-scalar "
-                            f"outputs (and holomorphic=True for a holomorphic complex-valued function)")
+            raise TypeError(f"grad: the function must return a real float scalar, got {what}; use jacrev or vjp for "
+                            f"non-scalar outputs")
+        check_output("grad", aval.dtype, holomorphic, complex_ok=False)
         seed = full_array((), 1, aval.dtype)
         if type(out) is Array and out._device is not seed._device:   # seed the cotangent where the output lives
             seed = wrap(out._device.put(seed._value), out._device)
@@ -130,19 +163,24 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     return vg
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False, reduce_axes=()) -> Callable:
     """The gradient of a real float-scalar function with respect to argument(s) ``argnums`` (pytrees allowed).
 
     Complex inputs follow JAX's convention: for real ``f`` of complex ``z = x + iy`` the result is
     ``df/dx - i df/dy`` (``grad(lambda z: abs(z) ** 2)(z) == 2 * conj(z)``); ``holomorphic=True`` differentiates
     a complex-valued holomorphic ``f`` of complex inputs (``grad(fnp.sin, holomorphic=True)(z) == cos(z)``).
+    ``allow_int=True`` admits integer and bool inputs: their gradient is a zero array of the input's own shape and
+    dtype (JAX gives a numpy ``float0`` array instead; flfun has no float0 dtype, and a zero array of the input's
+    dtype works in ``tree_map`` updates, jit and vmap). ``reduce_axes`` (removed from JAX) raises
+    NotImplementedError.
 
     Example::
 
         >>> fl.grad(lambda x: fnp.sum(x ** 2))(fnp.arange(3.0))
         Array([0., 2., 4.])
     """
-    vg = value_and_grad(f, argnums, has_aux, holomorphic)
+    vg = value_and_grad(f, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
     def g(*args, **kwargs):
         value, grads = vg(*args, **kwargs)
@@ -152,4 +190,5 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, h
 
 grad, value_and_grad = decorator_factory(grad), decorator_factory(value_and_grad)   # @grad(argnums=...) too
 
-__all__ = ["vjp", "grad", "value_and_grad", "backward_pass", "UndefinedPrimal", "tree_map"]
+__all__ = ["vjp", "grad", "value_and_grad", "check_inputs", "check_output", "backward_pass", "UndefinedPrimal",
+           "tree_map"]

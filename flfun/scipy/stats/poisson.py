@@ -27,3 +27,18 @@ def cdf(k, mu, loc=0.0):
     k, mu, loc = floats(k, mu, loc)
     k = fnp.floor(k - loc)
     return fnp.where(k < 0, 0.0, special.gammaincc(fnp.maximum(k, 0.0) + 1.0, mu))
+
+
+def entropy(mu, loc=0.0):
+    """``-sum_k p(k) log p(k)``: summed over ``k < 250`` for ``mu < 100``, else the asymptotic series
+    ``log(2 pi e mu) / 2 - 1/(12 mu) - 1/(24 mu^2) - 19/(360 mu^3)``; 0 at ``mu == 0``, NaN below (``loc``
+    does not move the entropy). ``entropy(1.0) ~ 1.3048``."""
+    mu, loc = floats(mu, loc)
+    mu = mu + fnp.zeros_like(loc)
+    m = fnp.where((mu > 0) & (mu < 100), mu, 1.0)[..., None]
+    k = fnp.arange(250.0, dtype=mu.dtype)
+    logp = special.xlogy(k, m) - m - special.gammaln(k + 1.0)
+    big = fnp.maximum(mu, 100.0)
+    series = 0.5 * fnp.log(2 * math.pi * math.e * big) - 1 / (12 * big) - 1 / (24 * big ** 2) - 19 / (360 * big ** 3)
+    out = fnp.where(mu < 100, -fnp.sum(fnp.exp(logp) * logp, axis=-1), series)
+    return fnp.where(mu > 0, out, fnp.where(mu == 0, 0.0, math.nan))
