@@ -21,7 +21,7 @@ if THREADS:      # before numpy, torch or jax start their thread pools
 
 import numpy as np  # noqa: E402
 
-from benchmarks.harness import assert_check, markdown_table, peer_main, run_rows, time_fn, timing_dict
+from benchmarks.harness import assert_check, markdown_table, peer_main, run_peer, run_rows, time_fn, timing_dict
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -220,6 +220,36 @@ def run_flfun():
             "lower_compile_1024_s": lower_1024, "plan_1024": lowered.plan.totals()}
 
 
+def first_call_parts(T: int) -> dict:
+    """W9's first jitted call at ``T`` in pieces, in seconds (run it in a fresh process): trace, passes, plan, code
+    generation (with the arena's allocation, untouched), the first run, a steady run (median of 3), and ``touch``:
+    a fresh host segment of the arena's size written once by itself (after the step's own arena exists, so it
+    gets fresh pages from the OS as the arena did)."""
+    import flfun as fl
+    import flfun.numpy as fnp
+    from flfun.memory import make_memory
+    args = [[fnp.asarray(x) for x in a] if isinstance(a, list) else fnp.asarray(a) for a in data(T)]
+    step, clock = fl.jit(flfun_step), time.perf_counter
+    t = [clock()]
+    step._trace(args, {})
+    t.append(clock())
+    lowered = step.lower(*args)
+    t.append(clock())
+    nbytes = lowered.plan.arena_bytes
+    t.append(clock())
+    compiled = lowered.compile()
+    t.append(clock())
+    for _ in range(4):
+        compiled(*args)
+        t.append(clock())
+    d = np.diff(t)
+    out = dict(zip(("trace", "passes", "plan", "codegen", "first_run"), d), steady=float(np.median(d[5:])))
+    _, buf = make_memory("host").alloc(nbytes)
+    t0 = clock()
+    buf.fill(1)
+    return {**out, "touch": clock() - t0, "arena_MiB": nbytes / 2 ** 20}
+
+
 # ------------------------------------------------------------------------------------------------- peers
 def jax_step_fn():
     import jax
@@ -337,7 +367,8 @@ def run_torch():
     return {"variants": {k: timing_dict(v) for k, v in out.items()}, "check": check}
 
 
-PEERS = {"numpy": run_numpy, "flfun": run_flfun, "jax": run_jax, "torch": run_torch}
+PEERS = {"numpy": run_numpy, "flfun": run_flfun, "jax": run_jax, "torch": run_torch,
+         "parts64": lambda: first_call_parts(64), "parts1024": lambda: first_call_parts(1024)}
 BASE = "numpy/forward + BPTT (hand-written, floor)"
 
 
@@ -366,7 +397,28 @@ def main() -> str:
     if "flfun" in extras:
         notes.append(f"\n- flfun trace + passes + plan + code generation at T=1024 (no run): "
                      f"{extras['flfun']['lower_compile_1024_s']:.3f} s; plan at T=1024: {extras['flfun']['plan_1024']}")
-    return table + "\n" + "\n".join(notes) + "\n"
+    return table + "\n" + "\n".join(notes + _parts_table()) + "\n"
+
+
+def _parts_table() -> list[str]:
+    """The first call's pieces at T=64 and T=1024 (``first_call_parts``, each in a fresh process), wall seconds."""
+    parts = {T: run_peer("benchmarks.w9_lstm", f"parts{T}") for T in (64, 1024)}
+    if None in parts.values():
+        return []
+    keys = ("trace", "passes", "plan", "codegen", "first_run", "steady")
+    lines = ["", "flfun's first call in pieces (wall s, a fresh process per T; touch: a fresh segment of the arena's "
+             "size written once by itself; compile work = first run + the pieces before it - steady - touch):", "",
+             "| T | " + " | ".join(keys) + " | first - steady | arena | touch | compile work |",
+             "|---" * (len(keys) + 5) + "|"]
+    work = {}
+    for T, p in parts.items():
+        first = sum(p[k] for k in keys[:-1]) - p["steady"]
+        work[T] = (first, first - p["touch"])
+        lines.append(f"| {T} | " + " | ".join(f"{p[k]:.3f}" for k in keys) + f" | {first:.3f} | "
+                     f"{p['arena_MiB']:.1f} MiB | {p['touch']:.3f} | {work[T][1]:.3f} |")
+    (a, wa), (b, wb) = work[64], work[1024]
+    lines.append(f"\n- ratio T=1024 / T=64: first - steady {b / a:.2f}x; compile work alone {wb / wa:.2f}x")
+    return lines
 
 
 if __name__ == "__main__":
