@@ -222,9 +222,9 @@ def run_flfun():
 
 def first_call_parts(T: int) -> dict:
     """W9's first jitted call at ``T`` in pieces, in seconds (run it in a fresh process): trace, passes, plan, code
-    generation (with the arena's allocation, untouched), the first run, a steady run (median of 3), and ``touch``:
-    a fresh host segment of the arena's size written once by itself (after the step's own arena exists, so it
-    gets fresh pages from the OS as the arena did)."""
+    generation (with the arena's allocation, whose pages ``raw.POPULATE`` faults in there), the first run, a steady
+    run (median of 3), and ``touch``: a fresh host segment of the arena's size mapped and written once by itself
+    (after the step's own arena exists, so it gets fresh pages from the OS as the arena did)."""
     import flfun as fl
     import flfun.numpy as fnp
     from flfun.memory import make_memory
@@ -244,9 +244,8 @@ def first_call_parts(T: int) -> dict:
         t.append(clock())
     d = np.diff(t)
     out = dict(zip(("trace", "passes", "plan", "codegen", "first_run"), d), steady=float(np.median(d[5:])))
-    _, buf = make_memory("host").alloc(nbytes)
     t0 = clock()
-    buf.fill(1)
+    make_memory("host").alloc(nbytes)[1].fill(1)
     return {**out, "touch": clock() - t0, "arena_MiB": nbytes / 2 ** 20}
 
 
