@@ -273,3 +273,13 @@ def test_printer_nests_bodies_like_a_jaxpr():
     text = str(fl.make_ir(lambda w, xs: rnn(w, xs)[1][0])(*args(W, XS)))
     assert "= scan[\n      body={ lambda ; " in text, text
     assert "\n          " in text and "length=6" in text and "reverse=False" in text, text
+
+
+def test_rows_recomputed_along_a_chain_of_three_scans():
+    def f(xs):
+        _, (t, u) = lax.scan(lambda c, x: (c, (fnp.tanh(x), 1.0 - fnp.tanh(x) * fnp.tanh(x))), 0.0, xs)
+        _, (v, w) = lax.scan(lambda c, r: (c, (r[0] * r[1], r[0] * r[1] + 1.0)), 0.0, (t, u))
+        return lax.scan(lambda c, r: (c + fnp.sum(r[0] - r[1]), r[1] * 3.0), 0.0, (v, w), reverse=True)
+    xs = fnp.asarray(RNG.normal(size=(4, 3)))
+    assert stacked_rows(f, xs) == [1, 1, 1]          # u from t in the second scan, w from v in the third
+    close(fl.jit(f)(xs), f(xs), 1e-12)

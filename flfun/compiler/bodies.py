@@ -374,28 +374,37 @@ RECOMPUTE_EQNS = 4     # elementwise equations a reader's body may add per stack
 
 
 def _recompute_residuals(eqns: list, outset: set) -> list:
-    """``eqns`` with every scan pair (writer, reader) rewritten by ``_recompute_pair``."""
+    """``eqns`` with scan pairs (writer, reader) rewritten by ``_recompute_pair`` until none changes."""
+    while True:
+        for a_i, b_i, pos in _scan_pairs(eqns, outset):
+            new = _recompute_pair(eqns[a_i], eqns[b_i], pos)
+            if new is not None:
+                eqns = list(eqns)
+                eqns[a_i], eqns[b_i] = new
+                break
+        else:
+            return eqns
+
+
+def _scan_pairs(eqns: list, outset: set):
+    """``(writer index, reader index, {writer output index: (reader xs position, read by the reader alone)})`` for
+    every scan whose stacked outputs another scan of the same length reads as rows."""
     reads: dict = {}
     for e in eqns:
         for v in e.inputs:
             if type(v) is Var:
                 reads.setdefault(v.id, []).append(e)
-    writer = {v.id: (e, j) for e in eqns if _is_scan(e) for j, v in enumerate(e.outputs)
+    writer = {v.id: (i, j) for i, e in enumerate(eqns) if _is_scan(e) for j, v in enumerate(e.outputs)
               if j >= e.params["num_carry"]}
-    eqns = list(eqns)
-    for b in [e for e in eqns if _is_scan(e)]:
-        first = b.params["num_consts"] + b.params["num_carry"]
-        rows: dict = {}      # writer scan -> {its output index: the reader's xs position}
+    for b_i, b in enumerate(eqns):
+        if not _is_scan(b):
+            continue
+        first, rows = b.params["num_consts"] + b.params["num_carry"], {}
         for p, v in enumerate(b.inputs[first:], first):
-            a, j = writer.get(v.id, (None, 0)) if type(v) is Var else (None, 0)
-            if a is not None and a.params["length"] == b.params["length"] and v.id not in outset:
-                rows.setdefault(a, {})[j] = (p, [id(r) for r in reads[v.id]] == [id(b)])
-        for a, pos in rows.items():
-            a_i, b_i = eqns.index(a), eqns.index(b)
-            new = _recompute_pair(eqns[a_i], eqns[b_i], pos)
-            if new is not None:
-                eqns[a_i], eqns[b_i] = new
-    return eqns
+            a_i, j = writer.get(v.id, (None, 0)) if type(v) is Var else (None, 0)
+            if a_i is not None and eqns[a_i].params["length"] == b.params["length"] and v.id not in outset:
+                rows.setdefault(a_i, {})[j] = (p, [id(r) for r in reads[v.id]] == [id(b)])
+        yield from ((a_i, b_i, pos) for a_i, pos in rows.items())
 
 
 def _recompute_pair(a: Eqn, b: Eqn, pos: dict):
