@@ -222,7 +222,7 @@ def run_flfun():
 
 def first_call_parts(T: int) -> dict:
     """W9's first jitted call at ``T`` in pieces, in seconds (run it in a fresh process): trace, passes, plan, code
-    generation (with the arena's allocation, whose pages ``raw.POPULATE`` faults in there), the first run, a steady
+    generation (with the arena's allocation, untouched), the first run, a steady
     run (median of 3), and ``touch``: a fresh host segment of the arena's size mapped and written once by itself
     (after the step's own arena exists, so it gets fresh pages from the OS as the arena did)."""
     import flfun as fl

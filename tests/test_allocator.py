@@ -332,24 +332,3 @@ def test_cupy_allocator_serves_cupy():
     cap.malloc(50 * MiB)
     with pytest.raises(MemoryError, match="out of memory allocating 60.00 MiB"):
         cap.malloc(60 * MiB)
-
-
-@pytest.mark.parametrize("populate", [True, False])
-def test_big_host_segments_are_populated_when_mapped(populate, monkeypatch):
-    import mmap
-    import resource
-
-    from flfun.memory import raw
-    probe = mmap.mmap(-1, raw.SMALL_PAGES_BYTES)
-    try:
-        probe.madvise(raw.MADV_POPULATE_WRITE)
-    except OSError:
-        pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux < 5.14)")
-    monkeypatch.setattr(raw, "POPULATE", populate)
-    nbytes = 8 << 20
-    _, buf = raw.HostMemory().alloc(nbytes)
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    buf.fill(1)                         # one write per 4 KiB page faults it in unless it was populated
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
-    assert (faults < nbytes // 4096 // 8) if populate else (faults >= nbytes // 4096 // 2), faults
-    assert buf.size == nbytes and buf.ctypes.data % raw.ALIGNMENT == 0 and int(buf[-1]) == 1

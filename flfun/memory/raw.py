@@ -6,7 +6,6 @@ byte ranges of a ``Segment``, from them.
 """
 from __future__ import annotations
 
-import contextlib
 import mmap
 from typing import Any
 
@@ -14,8 +13,6 @@ import numpy as np
 
 ALIGNMENT = 64
 SMALL_PAGES_BYTES = 1 << 22     # host segments this big are mapped with small pages (see HostMemory)
-MADV_POPULATE_WRITE = 23        # Linux >= 5.14: fault a whole range in with one call (older kernels: EINVAL)
-POPULATE = True                 # populate those segments when they are mapped
 
 
 # ------------------------------------------------------------------------------------------------- raw memory
@@ -43,13 +40,8 @@ class HostMemory(RawMemory):
             # numpy advises huge pages for big buffers; touching a fresh huge page may mean compacting memory
             # first (W9 at T=1024: its first call touched a 544 MB arena in 1.8 s, 0.2 s with small pages, and
             # the steady state ran at the same speed)
-            # then populate it in one call, not page by page on first touch (W9 T=1024's 352 MiB arena: ~30% less
-            # wall time on this VM, whose fresh pages each cost the host a fault either way)
             m = mmap.mmap(-1, nbytes)
             m.madvise(mmap.MADV_NOHUGEPAGE)
-            if POPULATE:
-                with contextlib.suppress(OSError):
-                    m.madvise(MADV_POPULATE_WRITE)
             arr = np.frombuffer(m, dtype=np.uint8)
             return arr.ctypes.data, arr
         raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
