@@ -21,7 +21,7 @@ if THREADS:      # before numpy, torch or jax start their thread pools
 
 import numpy as np  # noqa: E402
 
-from benchmarks.harness import assert_check, markdown_table, peer_main, run_rows, time_fn, timing_dict
+from benchmarks.harness import assert_check, markdown_table, peer_main, run_peer, run_rows, time_fn, timing_dict
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -220,6 +220,35 @@ def run_flfun():
             "lower_compile_1024_s": lower_1024, "plan_1024": lowered.plan.totals()}
 
 
+def first_call_parts(T: int) -> dict:
+    """W9's first jitted call at ``T`` in pieces, wall seconds (run it in a fresh process): trace, passes, plan, code
+    generation (with the arena's allocation, untouched), the first run, a steady run (median of 3), and ``touch``:
+    a fresh host segment of the arena's size mapped and written once by itself (after the step's own arena exists,
+    so it gets fresh pages from the OS as the arena did); ``*_cpu``: the same in this process's CPU seconds."""
+    import flfun as fl
+    import flfun.numpy as fnp
+    from flfun.memory import make_memory
+    args = [[fnp.asarray(x) for x in a] if isinstance(a, list) else fnp.asarray(a) for a in data(T)]
+    step = fl.jit(flfun_step)
+    t = [(time.perf_counter(), time.process_time())]
+    mark = lambda _=None: t.append((time.perf_counter(), time.process_time()))
+    mark(step._trace(args, {}))
+    lowered = step.lower(*args)
+    mark()
+    nbytes = lowered.plan.arena_bytes
+    mark()
+    compiled = lowered.compile()
+    mark()
+    for _ in range(4):
+        mark(compiled(*args))
+    mark(make_memory("host").alloc(nbytes)[1].fill(1))
+    d = np.diff(np.asarray(t), axis=0)
+    names = ("trace", "passes", "plan", "codegen", "first_run")
+    return {**dict(zip(names, d[:5, 0])), "steady": float(np.median(d[5:8, 0])), "touch": d[8, 0],
+            "first_run_cpu": d[4, 1], "steady_cpu": float(np.median(d[5:8, 1])), "touch_cpu": d[8, 1],
+            "arena_MiB": nbytes / 2 ** 20}
+
+
 # ------------------------------------------------------------------------------------------------- peers
 def jax_step_fn():
     import jax
@@ -337,7 +366,8 @@ def run_torch():
     return {"variants": {k: timing_dict(v) for k, v in out.items()}, "check": check}
 
 
-PEERS = {"numpy": run_numpy, "flfun": run_flfun, "jax": run_jax, "torch": run_torch}
+PEERS = {"numpy": run_numpy, "flfun": run_flfun, "jax": run_jax, "torch": run_torch,
+         "parts64": lambda: first_call_parts(64), "parts1024": lambda: first_call_parts(1024)}
 BASE = "numpy/forward + BPTT (hand-written, floor)"
 
 
@@ -366,8 +396,32 @@ def main() -> str:
     if "flfun" in extras:
         notes.append(f"\n- flfun trace + passes + plan + code generation at T=1024 (no run): "
                      f"{extras['flfun']['lower_compile_1024_s']:.3f} s; plan at T=1024: {extras['flfun']['plan_1024']}")
-    return table + "\n" + "\n".join(notes) + "\n"
+    return table + "\n" + "\n".join(notes + _parts_table()) + "\n"
 
+
+def _parts_table() -> list[str]:
+    """The first call's pieces at T=64 and T=1024 (``first_call_parts``, each in a fresh process)."""
+    parts = {T: run_peer("benchmarks.w9_lstm", f"parts{T}") for T in (64, 1024)}
+    if None in parts.values():
+        return []
+    keys = ("trace", "passes", "plan", "codegen")
+    lines = ["", "flfun's first call in pieces (a fresh process per T; wall s, and wall / CPU s where both; touch: a "
+             "fresh segment of the arena's size mapped and written once by itself; compile work = first - steady - "
+             "touch):", "", "| T | " + " | ".join(keys) + " | first run | steady | first - steady | arena | touch | "
+             "compile work |", "|---" * (len(keys) + 7) + "|"]
+    work = {}
+    for T, p in parts.items():
+        before = sum(p[k] for k in keys)
+        first = (before + p["first_run"] - p["steady"], before + p["first_run_cpu"] - p["steady_cpu"])
+        work[T] = first + (first[0] - p["touch"], first[1] - p["touch_cpu"])
+        pair = lambda a, b: f"{a:.3f} / {b:.3f}"
+        lines.append(f"| {T} | " + " | ".join(f"{p[k]:.3f}" for k in keys) + " | " + " | ".join(
+            [pair(p["first_run"], p["first_run_cpu"]), pair(p["steady"], p["steady_cpu"]), pair(*first[:2]),
+             f"{p['arena_MiB']:.1f} MiB", pair(p["touch"], p["touch_cpu"]), pair(*work[T][2:])]) + " |")
+    a, b = work[64], work[1024]
+    lines.append(f"\n- ratio T=1024 / T=64 (wall, CPU): first - steady {b[0] / a[0]:.2f}x, {b[1] / a[1]:.2f}x; "
+                 f"compile work alone {b[2] / a[2]:.2f}x, {b[3] / a[3]:.2f}x")
+    return lines
 
 if __name__ == "__main__":
     if not peer_main(PEERS):

@@ -165,6 +165,72 @@ def test_loop_invariants_move_out_and_repeated_stacked_outputs_merge():
     close(fl.jit(f)(w, xs), f(w, xs))
 
 
+def lstm_loss(wh, xs):
+    def cell(carry, x):
+        h, c = carry
+        g = x + h @ wh
+        i, f, gg, o = (g[:, k * 3:(k + 1) * 3] for k in range(4))
+        c = fl.nn.sigmoid(f) * c + fl.nn.sigmoid(i) * fnp.tanh(gg)
+        h = fl.nn.sigmoid(o) * fnp.tanh(c)
+        return (h, c), h
+    _, hs = lax.scan(cell, (xs[0, :, :3] * 0, xs[0, :, :3] * 0), xs)
+    return fnp.sum(hs * fnp.sin(hs))
+
+
+def stacked_rows(f, *a, budget=None, monkeypatch=None) -> list[int]:
+    """The number of stacked outputs of each scan of ``jit(f)``'s optimised program (``budget``: the rewrite's
+    ``RECOMPUTE_EQNS``; 0 turns it off)."""
+    import flfun.compiler.bodies as bodies
+    if budget is not None:
+        monkeypatch.setattr(bodies, "RECOMPUTE_EQNS", budget)
+    program = fl.jit(f).lower(*a).program
+    typecheck(program)
+    return [len(e.outputs) - e.params["num_carry"] for e in scans(program)]
+
+
+def test_backward_scan_recomputes_derivative_residuals_instead_of_reading_them(monkeypatch):
+    wh, xs = args(RNG.normal(size=(3, 12)) * 0.5, RNG.normal(size=(7, 2, 12)))
+    g = fl.grad(lstm_loss)
+    on = fl.jit(g).lower(wh, xs)
+    # the forward scan keeps h, sigma(i), sigma(f), tanh(g~), sigma(o), h_prev, c_prev; without the rewrite it also
+    # stores sigma'(i), sigma'(f), tanh'(g~), sigma'(o), tanh(c) and tanh'(c)
+    assert stacked_rows(g, wh, xs) == [7, 1]
+    assert stacked_rows(g, wh, xs, budget=0, monkeypatch=monkeypatch) == [13, 1]
+    assert on.plan.arena_bytes < fl.jit(g).lower(wh, xs).plan.arena_bytes
+    close(fl.jit(g)(wh, xs), g(wh, xs), 1e-12)
+    monkeypatch.undo()
+    close(fl.jit(g)(wh, xs), g(wh, xs), 1e-12)
+    eps, d = 1e-6, np.zeros((3, 12))
+    d[1, 5] = 1.0
+    fd = (lstm_loss(wh + eps * d, xs) - lstm_loss(wh - eps * d, xs)) / (2 * eps)
+    np.testing.assert_allclose(np.asarray(fl.jit(g)(wh, xs))[1, 5], float(fd), rtol=1e-6)
+
+
+def two_scans(xs, reverse=False, expensive=False, also_return=False):
+    def first(c, x):
+        t = fnp.tanh(x)
+        u = fnp.sin(fnp.cos(fnp.sin(fnp.cos(fnp.exp(t))))) if expensive else 1.0 - t * t
+        return c, (t, u)
+    _, (ts, us) = lax.scan(first, 0.0, xs)
+    total, out = lax.scan(lambda c, r: (c + fnp.sum(r[0] * r[1]), r[1] * 2.0 + r[0]), 0.0, (ts, us),
+                          reverse=reverse)
+    return (total, out, us) if also_return else (total, out)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_row_is_recomputed_only_when_one_later_scan_alone_reads_it_and_it_is_cheap(reverse):
+    xs = fnp.asarray(RNG.normal(size=(5, 4)))
+    cases = {(): [1, 1], ("expensive",): [2, 1], ("also_return",): [2, 1]}
+    for flags, rows in cases.items():
+        kw = dict(reverse=reverse, **{k: True for k in flags})
+        f = lambda xs, kw=kw: two_scans(xs, **kw)
+        assert stacked_rows(f, xs) == rows, flags
+        close(fl.jit(f)(xs), f(xs), 1e-12)
+        t = np.tanh(np.asarray(xs))
+        u = np.sin(np.cos(np.sin(np.cos(np.exp(t))))) if "expensive" in flags else 1 - t * t
+        close(fl.jit(f)(xs)[:2], (np.sum(t * u), u * 2 + t), 1e-12)
+
+
 # ------------------------------------------------------------------------------------- memory, impls, text
 def allocations(f, *a) -> int:
     f(*a)
@@ -207,3 +273,13 @@ def test_printer_nests_bodies_like_a_jaxpr():
     text = str(fl.make_ir(lambda w, xs: rnn(w, xs)[1][0])(*args(W, XS)))
     assert "= scan[\n      body={ lambda ; " in text, text
     assert "\n          " in text and "length=6" in text and "reverse=False" in text, text
+
+
+def test_rows_recomputed_along_a_chain_of_three_scans():
+    def f(xs):
+        _, (t, u) = lax.scan(lambda c, x: (c, (fnp.tanh(x), 1.0 - fnp.tanh(x) * fnp.tanh(x))), 0.0, xs)
+        _, (v, w) = lax.scan(lambda c, r: (c, (r[0] * r[1], r[0] * r[1] + 1.0)), 0.0, (t, u))
+        return lax.scan(lambda c, r: (c + fnp.sum(r[0] - r[1]), r[1] * 3.0), 0.0, (v, w), reverse=True)
+    xs = fnp.asarray(RNG.normal(size=(4, 3)))
+    assert stacked_rows(f, xs) == [1, 1, 1]          # u from t in the second scan, w from v in the third
+    close(fl.jit(f)(xs), f(xs), 1e-12)

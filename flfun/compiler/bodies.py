@@ -10,7 +10,9 @@ each step's ``ys`` straight into its row of the stacked output, and allocate not
 ``optimize_loops`` rewrites the scans of an optimised program before it is planned: the body gets the standard
 passes, equations that read only loop invariants move out of the loop, duplicate stacked outputs become one, and a
 carry that accumulates ``dot_general`` products (the weight gradient of a backward scan) becomes one GEMM over the
-stacked operands after the loop.
+stacked operands after the loop, and a stacked output that only a later scan reads and that a few elementwise
+equations make from the other stacked outputs that scan reads (the ``σ(x)(1 - σ(x))`` residual of a backward
+pass) is recomputed by the reader's body instead of stored.
 """
 from __future__ import annotations
 
@@ -208,7 +210,9 @@ def optimize_loops(program: Program, consts: list) -> tuple[Program, list]:
             eqns.append(e)
             continue
         eqns += _rewrite_scan(e, used, env, constvars, consts)
-    program = Program(constvars, list(program.invars), eqns, [sub(v) for v in program.outvars])
+    outvars = [sub(v) for v in program.outvars]
+    eqns = _recompute_residuals(eqns, {v.id for v in outvars if type(v) is Var})
+    program = Program(constvars, list(program.invars), eqns, outvars)
     return optimize(program, consts, pipeline=("simplify", "dce"))
 
 
@@ -363,6 +367,105 @@ def _accumulate_after(e, body, ins, outs, nc, nk, k, add, dot, perm, xs_pos):
     new_body = Program(list(body.constvars), invars, [be for be in body.eqns if be is not add],
                        [outvars[j] for j in keep])
     return (new_body, [a for j, a in enumerate(ins) if j != nc + k], [outs[j] for j in keep], nk - 1, post)
+
+
+# ------------------------------------------------------------------------------- residuals recomputed
+RECOMPUTE_EQNS = 4     # elementwise equations a reader's body may add per stacked output it no longer reads
+
+
+def _recompute_residuals(eqns: list, outset: set) -> list:
+    """``eqns`` with scan pairs (writer, reader) rewritten by ``_recompute_pair`` until none changes."""
+    while True:
+        for a_i, b_i, pos in _scan_pairs(eqns, outset):
+            new = _recompute_pair(eqns[a_i], eqns[b_i], pos)
+            if new is not None:
+                eqns = list(eqns)
+                eqns[a_i], eqns[b_i] = new
+                break
+        else:
+            return eqns
+
+
+def _scan_pairs(eqns: list, outset: set):
+    """``(writer index, reader index, {writer output index: (reader xs position, read by the reader alone)})`` for
+    every scan whose stacked outputs another scan of the same length reads as rows."""
+    reads: dict = {}
+    for e in eqns:
+        for v in e.inputs:
+            if type(v) is Var:
+                reads.setdefault(v.id, []).append(e)
+    writer = {v.id: (i, j) for i, e in enumerate(eqns) if _is_scan(e) for j, v in enumerate(e.outputs)
+              if j >= e.params["num_carry"]}
+    for b_i, b in enumerate(eqns):
+        if not _is_scan(b):
+            continue
+        first, rows = b.params["num_consts"] + b.params["num_carry"], {}
+        for p, v in enumerate(b.inputs[first:], first):
+            a_i, j = writer.get(v.id, (None, 0)) if type(v) is Var else (None, 0)
+            if a_i is not None and eqns[a_i].params["length"] == b.params["length"] and v.id not in outset:
+                rows.setdefault(a_i, {})[j] = (p, [id(r) for r in reads[v.id]] == [id(b)])
+        yield from ((a_i, b_i, pos) for a_i, pos in rows.items())
+
+
+def _recompute_pair(a: Eqn, b: Eqn, pos: dict):
+    """Drop the stacked outputs of scan ``a`` (``pos``: output index -> (xs position in scan ``b``, read by ``b``
+    alone)) that ``a``'s body computes with at most ``RECOMPUTE_EQNS`` elementwise equations each from the outputs
+    ``b`` keeps reading: ``b``'s body computes them first. ``None`` when none can be dropped."""
+    body = a.params["body"].program
+    producer = {v.id: e for e in body.eqns for v in e.outputs}
+    var_of = {j: body.outvars[j] for j in pos if type(body.outvars[j]) is Var}
+    leaves = {var_of[j].id for j in pos if j in var_of}
+    drop: list = []
+
+    def cone(v, seen: dict) -> bool:
+        if type(v) is Literal or v.id in leaves or v.id in seen:
+            return True
+        e = producer.get(v.id)
+        if e is None or len(e.outputs) != 1 or not (e.prim.elementwise or e.prim.elementwise_tangent):
+            return False
+        seen[v.id] = e
+        return all(cone(u, seen) for u in e.inputs)
+    for j in sorted(j for j, (_, alone) in pos.items() if alone and j in var_of):
+        leaves.discard(var_of[j].id)
+        seen: dict = {}
+        if all(cone(var_of[k], seen) for k in drop + [j]) and len(seen) <= RECOMPUTE_EQNS * (len(drop) + 1):
+            drop.append(j)
+        else:
+            leaves.add(var_of[j].id)
+    if not drop:
+        return None
+    seen = {}
+    for k in drop:
+        cone(var_of[k], seen)
+    return _drop_rows(a, drop), _recompute_rows(b, body, seen, {var_of[j].id: pos[j][0] for j in pos if j in var_of},
+                                               {var_of[k].id: pos[k][0] for k in drop})
+
+
+def _drop_rows(a: Eqn, drop: list) -> Eqn:
+    body, nk = a.params["body"], a.params["num_carry"]
+    keep = [j for j in range(len(a.outputs)) if j not in drop]
+    program, consts = dce(Program(list(body.program.constvars), list(body.program.invars), list(body.program.eqns),
+                                  [body.program.outvars[j] for j in keep]), list(body.consts))
+    return _scan_eqn(a, program, consts, list(a.inputs), [a.outputs[j] for j in keep], a.params["num_consts"], nk)
+
+
+def _recompute_rows(b: Eqn, a_body: Program, cone: dict, rows: dict, dropped: dict) -> Eqn:
+    """Scan ``b`` with the xs positions ``dropped.values()`` computed by ``cone``'s equations (``a``'s body vars
+    by id) from the rows it reads (``rows``: ``a`` body var id -> xs position of ``b``)."""
+    body, closed = b.params["body"].program, b.params["body"]
+    env = {vid: body.invars[p] for vid, p in rows.items()}
+    pre = []
+    for e in a_body.eqns:       # the body's order is a topological one
+        if e.outputs[0].id in cone:
+            v = e.outputs[0]
+            out = body.invars[dropped[v.id]] if v.id in dropped else Var(v.aval)
+            env[v.id] = out
+            pre.append(Eqn(e.prim, tuple(env[u.id] if type(u) is Var else u for u in e.inputs), (out,), e.params))
+    gone = set(dropped.values())
+    invars = [v for p, v in enumerate(body.invars) if p not in gone]
+    program = Program(list(body.constvars), invars, pre + list(body.eqns), list(body.outvars))
+    return _scan_eqn(b, program, list(closed.consts), [v for p, v in enumerate(b.inputs) if p not in gone],
+                     list(b.outputs), b.params["num_consts"], b.params["num_carry"])
 
 
 __all__ = ["Body", "CondRunner", "ScanRunner", "WhileRunner", "lower_cond", "lower_scan", "lower_while",

@@ -17,12 +17,14 @@ def rsqrt(xp, x, out=None):
 
 
 def logistic(xp, x, out=None):
-    e = xp.exp(-xp.abs(x))                       # (never overflows)
+    e = xp.abs(x, out=xp.empty(x.shape, x.dtype))
+    e = xp.exp(xp.negative(e, out=e), out=e)        # e^-|x| (never overflows)
     if xp.__name__ != "numpy":
         return finish(xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False), out)
-    out = xp.empty(x.shape, x.dtype) if out is None else out
-    xp.divide(1, xp.add(e, 1, out=xp.empty_like(out)), out=out)
-    return xp.multiply(out, e, out=out, where=x < 0)     # e^x / (1 + e^x) for x < 0
+    num = xp.minimum(x, 0, out=xp.empty(x.shape, x.dtype))
+    num = xp.exp(num, out=num)                      # e^x for x < 0, else 1 (a masked multiply is 3x slower)
+    out = xp.add(e, 1, out=e if out is None else out)
+    return xp.divide(num, out, out=out)
 
 
 _erf_scalar = np.vectorize(math.erf, otypes=[float])
