@@ -27,7 +27,7 @@ _DESCR, _SEP = 256, "\x1f"   # a collective's descriptor: 256 bytes, an 8-byte d
 # _ARRIVE_SPIN_S, then sleeps in doubling steps up to _NAP_S between polls, so a rank early for a late peer leaves
 # the cores to the others. Its data then moves with every peer present, and MPI moves data only while polled: that
 # wait polls without pause _SPIN_S plus _SPIN_PER_BYTE per byte before sleeping likewise.
-_ARRIVE_SPIN_S, _SPIN_S, _SPIN_PER_BYTE, _NAP_S = 1e-4, 1e-3, 1e-9, 2e-4
+_ARRIVE_SPIN_S, _SPIN_S, _SPIN_PER_BYTE, _NAP_S = 1e-4, 2e-4, 1e-9, 2e-4
 _GRACE_S = 0.5         # how long a rank still waits for a collective after a peer announced it exited
 _NATIVE = frozenset("f4 f8 i4 i8 u4 u8".split())       # dtypes MPI reduces natively (others: gather + reduce)
 
