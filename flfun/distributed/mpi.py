@@ -115,8 +115,10 @@ class MPICommunicator(Communicator):
                     raise self._timed_out(f"rank {self.rank}", what, now - t0)
         return out
 
-    def _agree(self, what: str, x, op=None) -> None:
-        """Every rank's ``(what, dtype and shape, op)`` must be the same: else every rank raises, naming them all."""
+    def _agree(self, what: str, x, op=None) -> np.ndarray:
+        """Every rank's ``(what, dtype and shape, op)`` must be the same: else every rank raises, naming them all.
+        Returns ``x`` as a contiguous array."""
+        x = np.ascontiguousarray(x)
         text = _SEP.join([what, _spec(x), "" if op is None else str(op)]).encode()
         mine = np.zeros(_DESCR, np.uint8)
         mine[:8] = np.frombuffer(hashlib.blake2b(text, digest_size=8).digest(), np.uint8)
@@ -124,7 +126,7 @@ class MPICommunicator(Communicator):
         every = np.empty((self.size, _DESCR), np.uint8)
         self._wait([self.comm.Iallgather(mine, every)], what, spin=_ARRIVE_SPIN_S)
         if (every == mine).all():
-            return
+            return x
         calls = [(bytes(d[8:]).rstrip(b"\0").decode(errors="replace").split(_SEP) + ["", ""])[:3] for d in every]
         same_call = len({(c[0], c[2]) for c in calls}) == 1
         parts = [f"rank {r} {c[1]}" if same_call else f"rank {r} {c[0]}{f' ({c[2]})' if c[2] else ''} of {c[1]}"
@@ -152,8 +154,7 @@ class MPICommunicator(Communicator):
         return pick(self._allgather(x, what))
 
     def allreduce(self, rank, x, op="sum", out=None, what="allreduce"):
-        x = np.ascontiguousarray(x)
-        self._agree(what, x, op)
+        x = self._agree(what, x, op)
         if x.dtype.str[1:] not in _NATIVE:
             return reduce_list(list(self._allgather(x, what)), op, out)
         res = np.empty(x.shape, x.dtype) if out is None or not out.flags.c_contiguous else out
@@ -161,8 +162,7 @@ class MPICommunicator(Communicator):
         return res if out is None or res is out else copy_into(out, res)
 
     def allgather(self, rank, x, what="allgather"):
-        x = np.ascontiguousarray(x)
-        self._agree(what, x)
+        x = self._agree(what, x)
         return self._allgather(x, what)
 
     def _allgather(self, x, what):
@@ -171,8 +171,7 @@ class MPICommunicator(Communicator):
         return self._wait([self.comm.Iallgather(_bytes(x), _bytes(out))], what, out, out.nbytes)
 
     def reduce_scatter(self, rank, x, op="sum", what="reduce_scatter"):
-        x = np.ascontiguousarray(x)
-        self._agree(what, x, op)
+        x = self._agree(what, x, op)
         if x.dtype.str[1:] not in _NATIVE:
             return super().reduce_scatter(rank, x, op, what)
         out = np.empty(x.shape[1:], x.dtype)
@@ -180,14 +179,12 @@ class MPICommunicator(Communicator):
                           x.nbytes)
 
     def alltoall(self, rank, x, what="alltoall"):
-        x = np.ascontiguousarray(x)
-        self._agree(what, x)
+        x = self._agree(what, x)
         out = np.empty_like(x)
         return self._wait([self.comm.Ialltoall(_bytes(x), _bytes(out))], what, out, x.nbytes)
 
     def permute(self, rank, x, perm, what="permute"):
-        x = np.ascontiguousarray(x)
-        self._agree(what, x, perm)
+        x = self._agree(what, x, perm)
         out = np.zeros_like(x)
         reqs = [self.comm.Isend(_bytes(x), dest=d, tag=11) for s, d in perm if s == self.rank]
         reqs += [self.comm.Irecv(_bytes(out), source=s, tag=11) for s, d in perm if d == self.rank]
