@@ -123,3 +123,17 @@ def test_data_parallel_stop_requests_ride_in_the_one_gradient_allreduce():
         assert dp.step(model, state, xb, yb, asked)[3] == asked
     with pytest.raises(ValueError, match=r"stop request must be in \[0, 65\), got 65"):
         dp.step(model, state, xb, yb, 65)
+
+
+def test_pmean_of_a_pytree_divides_each_flat_buffer_once():
+    import flfun as fl
+    from flfun.lax import pmean
+    fl.set_cpu_device_count(max(2, fl.local_device_count()))
+    tree = {"w": np.arange(12.0, dtype=np.float32).reshape(2, 2, 3), "b": np.array([[1, 1], [3, 3]], np.float32),
+            "n": np.arange(2, dtype=np.int32)}
+    f = fl.pmap(lambda t: pmean(t, "i"), "i")
+    ir = f.lower(tree).ir
+    assert ir.count("psum[") == 2 and ir.count(" div ") == 2, ir     # float32 leaves as one buffer, int32 alone
+    out = f(tree)
+    for k, v in tree.items():
+        np.testing.assert_array_equal(np.asarray(out[k]), np.broadcast_to(v.mean(0).astype(v.dtype), v.shape))
