@@ -5,8 +5,9 @@ equals the single-process gradient and the W3 check values hold), with one BLAS 
 are averaged with ``pmean`` (MPI allreduce). No thread variable is set: under mpiexec, ``initialize()`` gives
 each rank its share of the cores, and 2 devices in one process split them; the 1-process baseline limits BLAS
 to one thread itself (threadpoolctl), the same per-process work. Weak-scaling efficiency = step time on 1 process / step time on 2.
-Also: the same on 2 in-process CPU devices (threads), the time spent in collectives (psum impls, and a bare
-allreduce of the gradient bytes), and Adam's optimizer-state bytes per device with and without ZeRO-1.
+Also: the same on 2 in-process CPU devices (threads), the 1-process run twice at once without any collective
+(the most two processes can reach here), the time spent in collectives (psum impls, and a bare allreduce of the
+gradient bytes), and Adam's optimizer-state bytes per device with and without ZeRO-1.
 
 Run: ``python -m benchmarks.dp_scaling`` (writes ``benchmarks/dp_scaling.md`` and the raw rounds to
 ``dp_scaling.json``). The machine is shared: configurations are measured in interleaved rounds, each timed loop
@@ -36,8 +37,8 @@ def _dp_step(params, x, y):
     import flfun as fl
     from flfun.lax import pmean
     value, grads = fl.value_and_grad(_loss)(params, x, y)
-    grads = pmean(grads, "i")
-    return [(w - LR * gw, b - LR * gb) for (w, b), (gw, gb) in zip(params, grads)], pmean(value, "i")
+    grads, value = pmean((grads, value), "i")          # one allreduce of the gradients and the loss together
+    return [(w - LR * gw, b - LR * gb) for (w, b), (gw, gb) in zip(params, grads)], value
 
 
 class _Clock:
@@ -101,6 +102,8 @@ def _time_steps(call, comm, clock=None):
     own = o1 - o0
     if comm is not None:
         own = comm.allreduce(own)
+    elif os.environ.get("DP_SCALING_SOLO"):      # the other lone process's CPU is ours too (about as much)
+        own *= 2
     other = max(0.0, ((b1 - b0) - own) / os.sysconf("SC_CLK_TCK") / wall)
     times.sort()
     out = {"median": times[len(times) // 2], "min": times[0], "n": n, "other_load": other}
@@ -118,7 +121,7 @@ def worker() -> dict:
     from flfun.distributed.devices import local_device_count, process_count, process_index
     from flfun.distributed.pmap import pmap
     comm = None
-    if int(os.environ.get("PMI_SIZE", "1")) > 1:
+    if int(os.environ.get("PMI_SIZE", "1")) > 1 and not os.environ.get("DP_SCALING_SOLO"):
         dist.initialize()
         from mpi4py import MPI
         comm = MPI.COMM_WORLD
@@ -210,6 +213,8 @@ CONFIGS = {
     "1 process": ([], {"FLFUN_CPU_DEVICES": "1"}),
     "2 processes (mpiexec)": ([_mpiexec(), "-n", "2"], {"FLFUN_CPU_DEVICES": "1"}),
     "2 devices, 1 process (threads)": ([], {"FLFUN_CPU_DEVICES": "2"}),
+    # the 1-process run twice at once, unconnected: what running two ranks' compute side by side costs
+    "2 lone processes at once": ([_mpiexec(), "-n", "2"], {"FLFUN_CPU_DEVICES": "1", "DP_SCALING_SOLO": "1"}),
 }
 
 
@@ -284,13 +289,16 @@ def report(log: list) -> str:
                      f"{rs[0]['collective_calls_per_step']:.0f} | {med([r['dp']['other_load'] for r in rs]):.2f} "
                      f"| {', '.join(f'{c:.6g}' for c in rs[0]['check'])} |")
     lines += ["", "Efficiency = 1-process step time / this configuration's (same work per process: ideal 1.00). "
-                  "Per round (other load in cores: step medians 1 process / 2 processes / 2 threads):"]
+                  "'2 lone processes at once' runs the 1-process configuration twice side by side, not connected "
+                  "(no collective): its efficiency is the most data parallelism over 2 processes can reach on "
+                  "this machine. Per round (other load in cores: step medians 1 process / 2 processes / 2 "
+                  "threads / 2 lone processes):"]
     for k, r in enumerate(log, 1):
         ts = [r["results"][n]["dp"]["median"] if r["results"].get(n) else float("nan") for n in CONFIGS]
         la = f"; /proc/loadavg {r['loadavg'][0]} before, {r['loadavg'][1]} after" if "loadavg" in r else ""
         lines.append(f"- round {k} ({r['other_load']:.2f}{', quiet' if r['quiet'] else ''}{la}): "
                      f"{' / '.join(fmt_time(t) for t in ts)}; efficiency {ts[0] / ts[1]:.2f} (MPI), "
-                     f"{ts[0] / ts[2]:.2f} (threads)")
+                     f"{ts[0] / ts[2]:.2f} (threads), {ts[0] / ts[3]:.2f} (lone processes)")
     if results["1 process"] and "jit" in results["1 process"][0]:
         j = med([r["jit"]["median"] for r in results["1 process"]])
         lines += ["", f"Plain `jit` W3 step in the 1-process run (no pmap, no collective): {fmt_time(j)}; "

@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 AXIS = "batch"
+_STOP_CODES = 65          # stop requests 0..64 (signal numbers): averaged one-hot, the largest asked wins
 
 
 def launched_by_mpiexec() -> bool:
@@ -66,20 +67,21 @@ class DataParallel:
         import flfun
         from flfun import optim
         from flfun.distributed.devices import local_devices
-        from flfun.lax import pmax, pmean
+        from flfun.lax import pmean
         from flfun.distributed.pmap import pmap
         self.rank, self.procs, self.local = setup(devices)
         self.opt, self.zero = opt, zero
         self.devices = local_devices()[:self.local] if self.procs == 1 else None
 
         def step(model, opt_state, x, y, *stop):
+            # one allreduce (a float32 flat buffer) of the gradients, the loss and the stop requests together
             loss, grads = flfun.value_and_grad(loss_fn)(model, x, y)
             if zero:
-                loss = pmean(loss, AXIS)
-            else:                   # one allreduce of the gradients and the loss together
-                grads, loss = pmean((grads, loss), AXIS)
+                loss, stop = pmean((loss, stop), AXIS)
+            else:
+                grads, loss, stop = pmean((grads, loss, stop), AXIS)
             updates, opt_state = opt.update(grads, opt_state, model)
-            return (optim.apply_updates(model, updates), opt_state, loss, *(pmax(s, AXIS) for s in stop))
+            return (optim.apply_updates(model, updates), opt_state, loss, *stop)
         s, more = 0 if zero else None, (0,) * agree_stop
         self.agree_stop = agree_stop
         self._step = pmap(step, AXIS, in_axes=(None, s, 0, 0, *more), out_axes=(None, s, None, *(None,) * len(more)),
@@ -112,7 +114,12 @@ class DataParallel:
         xs, ys = self.shard_batch(x), self.shard_batch(y)
         if not self.agree_stop:
             return self._step(model, opt_state, xs, ys)
-        return self._step(model, opt_state, xs, ys, np.full(self.local, stop, np.int32))
+        if not 0 <= stop < _STOP_CODES:
+            raise ValueError(f"data parallel: the stop request must be in [0, {_STOP_CODES}), got {stop!r}")
+        requests = np.zeros((self.local, _STOP_CODES), np.float32)    # one-hot: the mean is > 0 where any asked
+        requests[:, stop] = 1
+        model, opt_state, loss, asked = self._step(model, opt_state, xs, ys, requests)
+        return model, opt_state, loss, int(np.flatnonzero(np.asarray(asked))[-1])
 
 
 def attach(args, loss_fn: Callable, opt, model, opt_state, schedule: tuple, batch_size: int | None = None):

@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from flfun.distributed import threads
@@ -103,3 +104,36 @@ def test_under_mpiexec_a_signal_to_one_rank_stops_all_after_the_same_step(tmp_pa
     assert m["interrupted"] and m["signal"] == "SIGTERM" and m["steps"] >= 5
     from flfun.serialization import load_metadata
     assert load_metadata(ckd / "checkpoint.safetensors")["step"] == str(m["steps"])
+
+
+def test_data_parallel_stop_requests_ride_in_the_one_gradient_allreduce():
+    import flfun.random as fr
+    from models import train as T
+    from models.data_parallel import DataParallel
+    task = T.make_task("mlp", 0)
+    model = task.init(fr.key(0))
+    opt = T.make_optimizer(4, 2e-3, 1e-4, 2)
+    dp = DataParallel(task.loss_fn, opt, devices=2, agree_stop=True)
+    state = dp.init(model)
+    xb, yb = task.batch(0, 16)
+    requests = np.zeros((2, 65), np.float32)
+    ir = dp._step.lower(model, state, dp.shard_batch(xb), dp.shard_batch(yb), requests).ir
+    assert ir.count("psum[") == 1, ir           # gradients, loss and stop requests: one flat float32 buffer
+    for asked in (0, 2, 15, 64):
+        assert dp.step(model, state, xb, yb, asked)[3] == asked
+    with pytest.raises(ValueError, match=r"stop request must be in \[0, 65\), got 65"):
+        dp.step(model, state, xb, yb, 65)
+
+
+def test_pmean_of_a_pytree_divides_each_flat_buffer_once():
+    import flfun as fl
+    from flfun.lax import pmean
+    fl.set_cpu_device_count(max(2, fl.local_device_count()))
+    tree = {"w": np.arange(12.0, dtype=np.float32).reshape(2, 2, 3), "b": np.array([[1, 1], [3, 3]], np.float32),
+            "n": np.arange(2, dtype=np.int32)}
+    f = fl.pmap(lambda t: pmean(t, "i"), "i")
+    ir = f.lower(tree).ir
+    assert ir.count("psum[") == 2 and ir.count(" div ") == 2, ir     # float32 leaves as one buffer, int32 alone
+    out = f(tree)
+    for k, v in tree.items():
+        np.testing.assert_array_equal(np.asarray(out[k]), np.broadcast_to(v.mean(0).astype(v.dtype), v.shape))

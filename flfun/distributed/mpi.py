@@ -23,9 +23,11 @@ from flfun.distributed.communicator import (CollectiveError, CollectiveMismatchE
 
 _ABORT_TAG, _LEAVE_TAG = 77, 78
 _DESCR, _SEP = 256, "\x1f"   # a collective's descriptor: 256 bytes, an 8-byte digest, then its text
-_SPIN_S = 1e-3         # a wait polls without pause this long, plus _SPIN_PER_BYTE per byte it moves (MPI
-_SPIN_PER_BYTE = 1e-9  # moves data only while polled), then sleeps in doubling steps up to _NAP_S between polls
-_NAP_S = 1e-3
+# A collective first waits for its peers to arrive (the descriptor exchange): that wait polls without pause only
+# _ARRIVE_SPIN_S, then sleeps in doubling steps up to _NAP_S between polls, so a rank early for a late peer leaves
+# the cores to the others. Its data then moves with every peer present, and MPI moves data only while polled: that
+# wait polls without pause _SPIN_S plus _SPIN_PER_BYTE per byte before sleeping likewise.
+_ARRIVE_SPIN_S, _SPIN_S, _SPIN_PER_BYTE, _NAP_S = 1e-4, 2e-4, 1e-9, 2e-4
 _GRACE_S = 0.5         # how long a rank still waits for a collective after a peer announced it exited
 _NATIVE = frozenset("f4 f8 i4 i8 u4 u8".split())       # dtypes MPI reduces natively (others: gather + reduce)
 
@@ -92,13 +94,14 @@ class MPICommunicator(Communicator):
         if self._reason is not None:
             raise self._aborted(f"rank {self.rank}", what)
 
-    def _wait(self, reqs, what: str, out=None, nbytes: int = 0):
+    def _wait(self, reqs, what: str, out=None, nbytes: int = 0, spin: float | None = None):
         """Wait for the requests ``reqs`` moving ``nbytes`` (polling for aborts, exited peers and the timeout);
-        returns ``out``. Short waits poll without pause (MPI moves data only while polled); longer ones sleep
+        returns ``out``. It polls without pause for ``spin`` seconds (default: by ``nbytes``), then sleeps
         between polls, so a rank waiting for a slower peer does not take a core from it."""
         Testall, t0 = self.MPI.Request.Testall, time.monotonic()
         self._check_abort(what)
-        nap, check_at, spin = 0.0, t0 + 0.02, _SPIN_S + _SPIN_PER_BYTE * nbytes
+        nap, check_at = 0.0, t0 + 0.02
+        spin = _SPIN_S + _SPIN_PER_BYTE * nbytes if spin is None else spin
         while not Testall(reqs):
             now = time.monotonic()
             if now - t0 >= spin:       # (a spin that yielded lost the core to other work for whole time slices)
@@ -112,16 +115,18 @@ class MPICommunicator(Communicator):
                     raise self._timed_out(f"rank {self.rank}", what, now - t0)
         return out
 
-    def _agree(self, what: str, x, op=None) -> None:
-        """Every rank's ``(what, dtype and shape, op)`` must be the same: else every rank raises, naming them all."""
+    def _agree(self, what: str, x, op=None) -> np.ndarray:
+        """Every rank's ``(what, dtype and shape, op)`` must be the same: else every rank raises, naming them all.
+        Returns ``x`` as a contiguous array."""
+        x = np.ascontiguousarray(x)
         text = _SEP.join([what, _spec(x), "" if op is None else str(op)]).encode()
         mine = np.zeros(_DESCR, np.uint8)
         mine[:8] = np.frombuffer(hashlib.blake2b(text, digest_size=8).digest(), np.uint8)
         mine[8:8 + min(len(text), _DESCR - 8)] = np.frombuffer(text[:_DESCR - 8], np.uint8)
         every = np.empty((self.size, _DESCR), np.uint8)
-        self._wait([self.comm.Iallgather(mine, every)], what)
+        self._wait([self.comm.Iallgather(mine, every)], what, spin=_ARRIVE_SPIN_S)
         if (every == mine).all():
-            return
+            return x
         calls = [(bytes(d[8:]).rstrip(b"\0").decode(errors="replace").split(_SEP) + ["", ""])[:3] for d in every]
         same_call = len({(c[0], c[2]) for c in calls}) == 1
         parts = [f"rank {r} {c[1]}" if same_call else f"rank {r} {c[0]}{f' ({c[2]})' if c[2] else ''} of {c[1]}"
@@ -149,8 +154,7 @@ class MPICommunicator(Communicator):
         return pick(self._allgather(x, what))
 
     def allreduce(self, rank, x, op="sum", out=None, what="allreduce"):
-        x = np.ascontiguousarray(x)
-        self._agree(what, x, op)
+        x = self._agree(what, x, op)
         if x.dtype.str[1:] not in _NATIVE:
             return reduce_list(list(self._allgather(x, what)), op, out)
         res = np.empty(x.shape, x.dtype) if out is None or not out.flags.c_contiguous else out
@@ -158,8 +162,7 @@ class MPICommunicator(Communicator):
         return res if out is None or res is out else copy_into(out, res)
 
     def allgather(self, rank, x, what="allgather"):
-        x = np.ascontiguousarray(x)
-        self._agree(what, x)
+        x = self._agree(what, x)
         return self._allgather(x, what)
 
     def _allgather(self, x, what):
@@ -168,8 +171,7 @@ class MPICommunicator(Communicator):
         return self._wait([self.comm.Iallgather(_bytes(x), _bytes(out))], what, out, out.nbytes)
 
     def reduce_scatter(self, rank, x, op="sum", what="reduce_scatter"):
-        x = np.ascontiguousarray(x)
-        self._agree(what, x, op)
+        x = self._agree(what, x, op)
         if x.dtype.str[1:] not in _NATIVE:
             return super().reduce_scatter(rank, x, op, what)
         out = np.empty(x.shape[1:], x.dtype)
@@ -177,14 +179,12 @@ class MPICommunicator(Communicator):
                           x.nbytes)
 
     def alltoall(self, rank, x, what="alltoall"):
-        x = np.ascontiguousarray(x)
-        self._agree(what, x)
+        x = self._agree(what, x)
         out = np.empty_like(x)
         return self._wait([self.comm.Ialltoall(_bytes(x), _bytes(out))], what, out, x.nbytes)
 
     def permute(self, rank, x, perm, what="permute"):
-        x = np.ascontiguousarray(x)
-        self._agree(what, x, perm)
+        x = self._agree(what, x, perm)
         out = np.zeros_like(x)
         reqs = [self.comm.Isend(_bytes(x), dest=d, tag=11) for s, d in perm if s == self.rank]
         reqs += [self.comm.Irecv(_bytes(out), source=s, tag=11) for s, d in perm if d == self.rank]

@@ -81,14 +81,14 @@ def psum(x, axis_name):
 
         >>> fl.vmap(lambda v: v / psum(v, 'i'), axis_name='i')(fnp.arange(1.0, 4.0))  # normalise
     """
-    axes = _axes(axis_name)
     leaves, tree = tree_flatten(x)
-    return tree_unflatten(tree, _fused_psum(leaves, axes))
+    return tree_unflatten(tree, _fused_psum(leaves, _axes(axis_name)))
 
 
-def _fused_psum(leaves: list, axes: tuple) -> list:
-    """``psum`` of each leaf, with the arrays of one dtype summed as one flat buffer (one collective for a whole
-    gradient pytree instead of one per leaf)."""
+def _fused_psum(leaves: list, axes: tuple, n: int = 1) -> list:
+    """``psum`` of each leaf divided by ``n``, with the arrays of one dtype summed (and divided) as one flat
+    buffer: one collective for a whole gradient pytree instead of one per leaf."""
+    scale = (lambda s: s) if n == 1 else (lambda s: E.div(s, S.full((), n, s.dtype)))
     groups: dict = {}
     for i, a in enumerate(leaves):
         if hasattr(a, "shape") and hasattr(a, "dtype"):
@@ -96,10 +96,11 @@ def _fused_psum(leaves: list, axes: tuple) -> list:
     out = [None] * len(leaves)
     for ids in [ids for ids in groups.values() if len(ids) > 1]:
         sizes = [prod(leaves[i].shape) for i in ids]
-        flat = bind(psum_p, S.concatenate([S.reshape(leaves[i], (n,)) for i, n in zip(ids, sizes)], 0), axes=axes)
-        for i, start, n in zip(ids, itertools.accumulate([0] + sizes), sizes):
-            out[i] = S.reshape(S.slice(flat, (start,), (start + n,)), tuple(leaves[i].shape))
-    return [bind(psum_p, a, axes=axes) if o is None else o for a, o in zip(leaves, out)]
+        flat = scale(bind(psum_p, S.concatenate([S.reshape(leaves[i], (k,)) for i, k in zip(ids, sizes)], 0),
+                          axes=axes))
+        for i, start, k in zip(ids, itertools.accumulate([0] + sizes), sizes):
+            out[i] = S.reshape(S.slice(flat, (start,), (start + k,)), tuple(leaves[i].shape))
+    return [scale(bind(psum_p, a, axes=axes)) if o is None else o for a, o in zip(leaves, out)]
 
 
 def axis_size(axis_name) -> int:
@@ -121,8 +122,8 @@ def pmean(x, axis_name):
         >>> fl.vmap(lambda v: pmean(v, 'i'), axis_name='i')(fnp.arange(3.0)).tolist()
         [1.0, 1.0, 1.0]
     """
-    n = axis_size(axis_name)
-    return tree_map(lambda s: E.div(s, S.full((), n, s.dtype)), psum(x, axis_name))
+    leaves, tree = tree_flatten(x)
+    return tree_unflatten(tree, _fused_psum(leaves, _axes(axis_name), axis_size(axis_name)))
 
 
 # ---------------------------------------------------------------------------------------------------- pmax/pmin
