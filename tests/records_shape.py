@@ -217,4 +217,7 @@ RECORDS = [
              smooth_args=_sort_strategy(2, 1, smooth=True)),
     OpRecord("sort", _sort_fn, _sort_ref, _sort_strategy(3, 2, int_first_key=True), dtypes=FLOATS + INTS,
              name="sort_two_keys", smooth_args=_sort_strategy(3, 2, int_first_key=True, smooth=True)),
+    OpRecord("bitcast_convert_type", lambda x: lax.bitcast_convert_type(x, "uint8"),    # bytes: a new last dim
+             lambda x: np.ascontiguousarray(x).reshape(x.shape + (1,)).view(np.uint8), _with(lambda draw, x: ((), {})),
+             dtypes=INTS, diff=False, keeps_dtype=False),
 ]
