@@ -31,7 +31,9 @@ MODELS = ("mlp", "cnn", "transformer", "lstm")
 CKPT_NAME = "checkpoint.safetensors"
 # one BLAS thread by default: the LSTM's per-step matmuls ((32, 256) @ (256, 1024)) are small, and on a busy machine a
 # second OpenBLAS thread spin-waits (measured at load 10 on 2 cores: 0.48 s per step with one thread, 9.1 s with two)
-ONE_BLAS_THREAD = ("lstm",)
+# Models whose GEMMs are too small for a second BLAS thread to pay: on the 2-core machine mlp ran 1,080 steps/s
+# with 2 threads and 1,170 with 1 when quiet, 14.5 and 222 under load.
+ONE_BLAS_THREAD = ("mlp", "lstm")
 
 
 # -------------------------------------------------------------------------------------------------- arguments
@@ -85,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-nonfinite", action="store_true", help="skip the update of a step whose loss or "
                    "gradient is not finite (counted in metrics.json) instead of stopping the run")
     p.add_argument("--cpu-threads", type=_positive(int), help="BLAS threads per process (default: the cores "
-                   "divided among the processes of this machine, 1 for lstm; also FLFUN_CPU_THREADS)")
+                   "divided among the processes of this machine, 1 for mlp and lstm; also FLFUN_CPU_THREADS)")
     p.add_argument("--devices", type=_positive(int), help="data parallel over N CPU devices (per process) with "
                    "pmap; under mpiexec every process joins (see models/data_parallel.py)")
     p.add_argument("--zero", action="store_true", help="data parallel with the optimizer state sharded (ZeRO-1)")
