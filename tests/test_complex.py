@@ -167,3 +167,19 @@ def test_linalg_of_complex_matrices_matches_numpy():
     g = fl.grad(lambda a: fnp.real(fnp.sum(fnp.linalg.solve(a, a[:, :, :1] * 2j))))(A)   # solve: holomorphic rule
     want = jax.grad(lambda a: jnp.real(jnp.sum(jnp.linalg.solve(a, a[:, :, :1] * 2j))))(a)
     np.testing.assert_allclose(np.asarray(g), want, atol=1e-10)   # (the decompositions': test_linalg_complex.py)
+
+
+def test_var_and_std_of_complex_are_real_and_match_numpy_and_jax_grads():
+    """var/std of complex input average |x - mean|^2 (numpy): a real result, not the complex square."""
+    import jax
+    import jax.numpy as jnp
+    x = np.array([[1 + 1j, 2 - 1j, 0.5j], [3, 1j, -2]], np.complex128)
+    for f in ("var", "std"):
+        for axis in (None, 0, 1):
+            got = getattr(fnp, f)(fnp.asarray(x), axis=axis)
+            assert got.dtype == np.float64
+            np.testing.assert_allclose(np.asarray(got), getattr(np, f)(x, axis=axis), rtol=1e-12)
+    with jax.enable_x64(True):
+        want = jax.grad(lambda z: jnp.std(z, ddof=1))(jnp.asarray(x))
+    got = fl.grad(lambda z: fnp.std(z, ddof=1))(fnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10)

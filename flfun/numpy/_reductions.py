@@ -166,10 +166,11 @@ def _averaged(op, x, axis, keepdims, out, dtype, squares=False, correction=0):
     wide = _cast(x, dtypes.float32) if dtypes.is_float(x.dtype) and x.dtype.itemsize < 4 else x
     if squares:
         wide = lax.sub(wide, mean(wide, axes, keepdims=True))
-        wide = lax.mul(wide, wide)
+        wide = lax.real(lax.mul(wide, lax.conj(wide))) if dtypes.is_complex(wide.dtype) else lax.mul(wide, wide)
     n = builtins.max(_count(x, axes) - correction, 0)
     total = lax.div(lax_reduce.reduce_sum(wide, axes), _scalar(float(n), wide.dtype))
-    return keep_reduced_dims(x, _cast(total, x.dtype), axes, keepdims)
+    result_dtype = dtypes.real_dtype(x.dtype) if squares and dtypes.is_complex(x.dtype) else x.dtype
+    return keep_reduced_dims(x, _cast(total, result_dtype), axes, keepdims)
 
 
 def mean(x, /, axis=None, dtype=None, out=None, keepdims: bool = False) -> Array:
