@@ -35,8 +35,7 @@ from flfun.ir import ClosedProgram, Eqn, Program
 
 
 class CpuExecutable(device_executor.DeviceExecutable):
-    """The executable of a fused program on a CPU device; ``profile`` as the planned executor's."""
-    profile = Executable.profile
+    """The executable of a fused program on a CPU device."""
     backend = "numpy"
 
 

@@ -31,7 +31,7 @@ static inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i
    r = x - n ln 2, Cephes' degree-7 minimax polynomial, then 2^n as two normal factors so that subnormal and
    overflowing results round once. At most 1 ulp from the float64 result; NaN (numpy's), +-inf as numpy's. */
 static inline float fl_expf(float x) {
-  const float lo = x < -104.0f ? -104.0f : x, xc = lo > 89.0f ? 89.0f : lo;
+  const float lo = x >= -104.0f ? x : -104.0f, xc = lo > 89.0f ? 89.0f : lo;   /* NaN -> -104: (int)n stays defined */
   const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = FL_FMA(n, 2.12194440e-4f, FL_FMA(n, -0.693359375f, xc));
   float p = FL_FMA(1.9875691500e-4f, r, 1.3981999507e-3f);
