@@ -75,8 +75,8 @@ def attach_kernels(fused: Program, min_work: int = 0) -> bool:
         return False
     try:
         lib = library(library_source([p.group for p in prims]))
-    except RuntimeError as e:
-        warnings.warn(f"{e}\njit runs numpy's impls instead", RuntimeWarning, stacklevel=3)
+    except (RuntimeError, OSError) as e:    # OSError: an unwritable cache folder, a noexec mount, ...
+        warnings.warn(f"cfuse: {e}\njit runs numpy's impls instead", RuntimeWarning, stacklevel=3)
         return False
     for i, p in enumerate(prims):
         p.impls["numpy"] = kernel_impl(getattr(lib, f"k{i}"), p.group)
@@ -99,10 +99,10 @@ OWN_FLOAT32 = frozenset({"exp", "tanh", "logistic"})
 
 def can_fuse(e: Eqn, exclude: frozenset = NUMPY_FASTER) -> bool:
     """Whether ``e`` may join a fused CPU kernel: it has a C lowering, its numpy impl is the stock one and its
-    primitive is not in ``exclude`` (default: the ones numpy computes faster) or is one of ``OWN_FLOAT32`` in
-    float32."""
+    primitive is not in ``exclude`` (default: the ones numpy computes faster, except ``OWN_FLOAT32`` in
+    float32)."""
     name = e.prim.name
-    own = name in OWN_FLOAT32 and all(v.aval.dtype == np.float32 for v in e.outputs)
+    own = exclude is NUMPY_FASTER and name in OWN_FLOAT32 and all(v.aval.dtype == np.float32 for v in e.outputs)
     return (own or name not in exclude) and fusible(e, lowering.TARGET) and _is_stock(name, e.prim.impls.get("numpy"))
 
 

@@ -74,14 +74,13 @@ def library(source: str) -> ctypes.CDLL:
 
 @functools.cache
 def _host_cpu() -> str:
-    """What ``-march=native`` compiles for: the CPU's model and feature flags (Linux), else the platform's name."""
-    import platform
+    """What ``-march=native`` compiles for: the compiler's predefined macros under it (its view of the CPU)."""
+    cc, _ = toolchain() or ("", "")
     try:
-        with open("/proc/cpuinfo") as f:
-            lines = [ln for ln in f if ln.startswith(("model name", "flags", "Features"))]
-        return "".join(dict.fromkeys(lines))
-    except OSError:
-        return platform.processor() or platform.machine()
+        return subprocess.run([cc, "-march=native", "-E", "-dM", "-x", "c", os.devnull], capture_output=True,
+                              text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
 
 def _compiled(source: str, key: str, cc: str) -> str:
