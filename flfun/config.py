@@ -25,7 +25,7 @@ class Config:
     cpu_devices: int = int(os.environ.get("FLFUN_CPU_DEVICES", "1"))
     tf32: bool = _flag("FLFUN_TF32", False)      # cupy: float32 GEMMs in TF32 (default: true fp32)
     fusion: bool = _flag("FLFUN_FUSION", True)   # cupy jit: elementwise chains become generated kernels
-    cpu_fusion: bool = _flag("FLFUN_CPU_FUSION", False)  # numpy jit: fused chains become C kernels (gcc); opt-in
+    cpu_fusion: bool = _flag("FLFUN_CPU_FUSION", True)   # numpy jit: fused chains become C kernels (where gcc is)
     cuda_graphs: bool = _flag("FLFUN_CUDA_GRAPHS", True)   # cupy jit: replay a repeated step as a CUDA graph
     eager_tape: bool = _flag("FLFUN_EAGER_TAPE", True)   # eager grad on a tape (False: linearize + transpose)
     # the bounds of each jitted function's cache of compiled programs (entries, and bytes of arenas they pin)

@@ -98,15 +98,7 @@ class Executable:
         on a busy machine)."""
         source, names = _generate(self.program, self.plan or plan_program(self.program, lambda e: False),
                                   self.backend, self._consts, self.device, self.arena, timed=clock)
-        run, times = load(source, names, "<flfun.jit profile>"), names["_times"]
-        runs = []
-        for _ in range(repeat):
-            times.clear()
-            with self._lock:
-                run(*args)
-            runs.append(list(times))
-        med = np.median(np.asarray(runs), axis=0)
-        return [(i, e.prim.name, float(t)) for i, (e, t) in enumerate(zip(self.program.eqns, med))]
+        return timed_runs(self, load(source, names, "<flfun.jit profile>"), names["_times"], args, repeat)
 
     def __call__(self, *args):
         if self._lock.acquire(False):
@@ -117,6 +109,19 @@ class Executable:
         if self._fallback is None:     # re-entered from another thread: the arena is in use
             self._fallback = Executable(self.program, self._consts, self.device, None, self.donated)
         return self._fallback(*args)
+
+
+def timed_runs(exe, run, times: list, args, repeat: int) -> list[tuple[int, str, float]]:
+    """``(equation index, primitive, median seconds)`` from ``repeat`` calls of ``run``, the timed code of
+    executable ``exe`` (it appends one time per equation to ``times``)."""
+    runs = []
+    for _ in range(repeat):
+        times.clear()
+        with exe._lock:
+            run(*args)
+        runs.append(list(times))
+    med = np.median(np.asarray(runs), axis=0)
+    return [(i, e.prim.name, float(t)) for i, (e, t) in enumerate(zip(exe.program.eqns, med))]
 
 
 class CodeGen:

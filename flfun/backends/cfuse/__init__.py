@@ -1,6 +1,6 @@
-"""jit on the CPU with fused, multi-threaded C kernels: the optimised program's elementwise chains (with their
-broadcasts and reduction epilogues: softmax and layer-norm rows, bias gradients, the optimizer's update) are
-grouped by ``flfun.compiler.fusion``, compiled into one shared library of OpenMP loops (``codegen``, ``build``)
+"""jit on the CPU with fused C kernels: the optimised program's elementwise chains (with their broadcasts and
+reduction epilogues: softmax and layer-norm rows, bias gradients, the optimizer's update) are grouped by
+``flfun.compiler.fusion``, compiled into one shared library of vectorized OpenMP loops (``codegen``, ``build``)
 and run over the planned arena (``flfun.backends.cuda.executor``'s executable, which writes every output of a
 fused equation with ``out=``). GEMMs, convolutions and the rest keep their numpy impls.
 
@@ -8,11 +8,11 @@ Why C through gcc and ctypes: gcc is on every Linux host, OpenMP ships with it, 
 path already generates and tests, and nothing joins the runtime dependencies (numba would be a 40 MB
 dependency with its own LLVM and a slower first compile).
 
-It is the numpy backend's compiler (``register_backend_compiler``) when ``config.cpu_fusion`` is on
-(opt-in: ``FLFUN_CPU_FUSION=1``) and a C compiler is found; otherwise jit runs the numpy impls. An equation
-whose impl was replaced (``register_impl``) is left out of fusion, so the replacement is what runs. Kernels and
-BLAS share one thread count, ``flfun.distributed.threads.count`` (``FLFUN_NUM_THREADS``), and run one after the
-other, never at once.
+It is the numpy backend's compiler (``register_backend_compiler``) when ``config.cpu_fusion`` is on (the
+default; ``FLFUN_CPU_FUSION=0`` turns it off) and a C compiler is found; otherwise jit runs the numpy impls. An
+equation whose impl was replaced (``register_impl``) is left out of fusion, so the replacement is what runs.
+BLAS owns the process's threads (``FLFUN_NUM_THREADS``); kernels run on the calling thread
+(``build.KERNEL_THREADS``), one after the other with the GEMMs, so the two never compete for the cores.
 """
 from __future__ import annotations
 
@@ -35,8 +35,7 @@ from flfun.ir import ClosedProgram, Eqn, Program
 
 
 class CpuExecutable(device_executor.DeviceExecutable):
-    """The executable of a fused program on a CPU device; ``profile`` as the planned executor's."""
-    profile = Executable.profile
+    """The executable of a fused program on a CPU device."""
     backend = "numpy"
 
 
@@ -76,8 +75,8 @@ def attach_kernels(fused: Program, min_work: int = 0) -> bool:
         return False
     try:
         lib = library(library_source([p.group for p in prims]))
-    except RuntimeError as e:
-        warnings.warn(f"{e}\njit runs numpy's impls instead", RuntimeWarning, stacklevel=3)
+    except (RuntimeError, OSError) as e:    # OSError: an unwritable cache folder, a noexec mount, ...
+        warnings.warn(f"cfuse: {e}\njit runs numpy's impls instead", RuntimeWarning, stacklevel=3)
         return False
     for i, p in enumerate(prims):
         p.impls["numpy"] = kernel_impl(getattr(lib, f"k{i}"), p.group)
@@ -89,17 +88,22 @@ def enabled() -> bool:
     return config.cpu_fusion and toolchain() is not None
 
 
-# transcendentals: numpy's SIMD loops beat scalar libm calls, which gcc cannot vectorize without -ffast-math
-# (1M float32 on one core: tanh 0.33 ms in numpy vs 16 ms through tanhf, exp 0.43 vs 1.9 ms, log 0.44 vs 3.1 ms)
+# transcendentals: numpy's loops beat scalar libm calls, which gcc cannot vectorize without -ffast-math (1M
+# float32 on one core: log 0.44 ms in numpy vs 3.1 ms through logf). float32 exp and tanh (and logistic, made
+# of exp) are the exception: the prelude's own vectorizable code (0.76 and 1.42 ms against numpy's 1.57 and
+# 2.82 ms on an AVX2 host), which also lets GELU, softmax and sigmoid chains fuse whole.
 NUMPY_FASTER = frozenset({"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "asin", "acos", "atan",
                           "sinh", "cosh", "erf", "logistic", "pow", "atan2"})
+OWN_FLOAT32 = frozenset({"exp", "tanh", "logistic"})
 
 
 def can_fuse(e: Eqn, exclude: frozenset = NUMPY_FASTER) -> bool:
     """Whether ``e`` may join a fused CPU kernel: it has a C lowering, its numpy impl is the stock one and its
-    primitive is not in ``exclude`` (default: the ones numpy computes faster)."""
-    return e.prim.name not in exclude and fusible(e, lowering.TARGET) and _is_stock(
-        e.prim.name, e.prim.impls.get("numpy"))
+    primitive is not in ``exclude`` (default: the ones numpy computes faster, except ``OWN_FLOAT32`` in
+    float32)."""
+    name = e.prim.name
+    own = exclude is NUMPY_FASTER and name in OWN_FLOAT32 and all(v.aval.dtype == np.float32 for v in e.outputs)
+    return (own or name not in exclude) and fusible(e, lowering.TARGET) and _is_stock(name, e.prim.impls.get("numpy"))
 
 
 @functools.cache
@@ -139,5 +143,5 @@ def set_threads_from_env() -> None:
         threads.set_cpu_threads(n)
 
 
-__all__ = ["MIN_WORK", "NUMPY_FASTER", "CpuExecutable", "attach_kernels", "can_fuse", "compile_program", "enabled", "install",
+__all__ = ["MIN_WORK", "NUMPY_FASTER", "OWN_FLOAT32", "CpuExecutable", "attach_kernels", "can_fuse", "compile_program", "enabled", "install",
            "set_threads_from_env"]

@@ -20,11 +20,17 @@ from collections.abc import Callable
 import numpy as np
 
 from flfun.compiler.fusion import FusionGroup
-from flfun.distributed import threads
 
 # no -ffast-math: NaN, inf and signed zeros behave as in numpy; no FMA contraction (numpy rounds a*b, then +c);
-# -fwrapv: integer overflow wraps as numpy's does
-FLAGS = ("-O3", "-std=gnu11", "-fopenmp", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off", "-fwrapv")
+# -fwrapv: integer overflow wraps as numpy's does; -fno-trapping-math lets selects vectorize (no FP flags are
+# read); -march=native: the host's vector width (the disk cache is keyed by the host's CPU too)
+FLAGS = ("-O3", "-march=native", "-std=gnu11", "-fopenmp", "-fPIC", "-shared", "-fno-math-errno",
+         "-fno-trapping-math", "-ffp-contract=off", "-fwrapv")
+# OpenMP threads per kernel. One: BLAS keeps the process's thread pool (FLFUN_NUM_THREADS), and a second pool
+# beside it lost on the 2-core host: OpenBLAS's idle workers spin for ~2^28 cycles after every GEMM, so W6 took
+# 198 ms with 2-thread kernels and 109 ms with 1; with that spin cut (OPENBLAS_THREAD_TIMEOUT=4) 2 threads were
+# still no faster (115 vs 100-121 ms): the kernels are bound by memory, not by a core.
+KERNEL_THREADS = 1
 _loaded: dict[str, ctypes.CDLL] = {}
 _lock = threading.Lock()
 
@@ -59,11 +65,22 @@ def library(source: str) -> ctypes.CDLL:
     cc, version = toolchain() or (None, None)
     if cc is None:
         raise RuntimeError("cfuse: no C compiler (gcc, or $CC) to build fused kernels")
-    key = hashlib.sha256("\0".join((source, cc, version, *FLAGS)).encode()).hexdigest()[:32]
+    key = hashlib.sha256("\0".join((source, cc, version, _host_cpu(), *FLAGS)).encode()).hexdigest()[:32]
     with _lock:
         if key not in _loaded:
             _loaded[key] = ctypes.CDLL(_compiled(source, key, cc))
         return _loaded[key]
+
+
+@functools.cache
+def _host_cpu() -> str:
+    """What ``-march=native`` compiles for: the compiler's predefined macros under it (its view of the CPU)."""
+    cc, _ = toolchain() or ("", "")
+    try:
+        return subprocess.run([cc, "-march=native", "-E", "-dM", "-x", "c", os.devnull], capture_output=True,
+                              text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
 
 def _compiled(source: str, key: str, cc: str) -> str:
@@ -104,7 +121,7 @@ def kernel_impl(fn, group: FusionGroup) -> Callable:
         if not empty:
             ins = [x if type(x) is ndarray and x.flags.c_contiguous and x.dtype == d else contiguous(x, d)
                    for x, d in zip(ins, in_dtypes)]
-            fn(*[x.ctypes.data for x in ins], *[b.ctypes.data for b in bufs], threads.count)
+            fn(*[x.ctypes.data for x in ins], *[b.ctypes.data for b in bufs], KERNEL_THREADS)
         for o, b in zip(outs, bufs):
             if o is not None and o is not b:
                 o[...] = b
@@ -112,4 +129,4 @@ def kernel_impl(fn, group: FusionGroup) -> Callable:
     return impl
 
 
-__all__ = ["FLAGS", "cache_dir", "kernel_impl", "library", "toolchain"]
+__all__ = ["FLAGS", "KERNEL_THREADS", "cache_dir", "kernel_impl", "library", "toolchain"]

@@ -22,6 +22,35 @@ PRELUDE = """#include <math.h>
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
 #define __device__ static
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define FL_FMA(a, b, c) fmaf(a, b, c)
+#else
+#define FL_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+/* float32 exp without libm, so that loops vectorize: n = round(x / ln 2) (the 1.5 * 2^23 trick), Cody-Waite
+   r = x - n ln 2, Cephes' degree-7 minimax polynomial, then 2^n as two normal factors so that subnormal and
+   overflowing results round once. About 1 ulp (1.001 at most seen) from the float64 result; NaN, +-inf as libm's. */
+static inline float fl_expf(float x) {
+  const float lo = x >= -104.0f ? x : -104.0f, xc = lo > 89.0f ? 89.0f : lo;   /* NaN -> -104: (int)n stays defined */
+  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float r = FL_FMA(n, 2.12194440e-4f, FL_FMA(n, -0.693359375f, xc));
+  float p = FL_FMA(1.9875691500e-4f, r, 1.3981999507e-3f);
+  p = FL_FMA(FL_FMA(FL_FMA(p, r, 8.3334519073e-3f), r, 4.1665795894e-2f), r, 1.6666665459e-1f);
+  p = FL_FMA(FL_FMA(p, r, 5.0000001201e-1f), r * r, r) + 1.0f;
+  const int k = (int)n, k1 = k >> 1;
+  const float y = p * __int_as_float((k1 + 127) << 23) * __int_as_float((k - k1 + 127) << 23);
+  return x != x ? x + x : y;
+}
+/* float32 tanh: Cephes' odd polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above, the sign of x
+   (so tanh(-0) = -0); within 1.5 ulp. */
+static inline float fl_tanhf(float x) {
+  const float a = fabsf(x), z = a * a;
+  float p = FL_FMA(FL_FMA(-5.70498872745e-3f, z, 2.06390887954e-2f), z, -5.37397155531e-2f);
+  p = FL_FMA(FL_FMA(p, z, 1.33314422036e-1f), z, -3.33332819422e-1f);
+  return x != x ? x + x : copysignf(a < 0.625f ? FL_FMA(p * z, a, a) : 1.0f - 2.0f / (fl_expf(2.0f * a) + 1.0f), x);
+}
+#define expf fl_expf
+#define tanhf fl_tanhf
 """
 PARALLEL_MIN = 1 << 14      # elements below which a kernel runs on the calling thread (a fork costs ~ 5 us)
 BLOCK = 256                 # output columns one thread accumulates at a time in a column reduction
@@ -70,7 +99,7 @@ def _parallel(n_outer: int, work: int) -> str:
     if n_outer == 0:
         return ""
     collapse = f" collapse({n_outer})" if n_outer > 1 else ""
-    return f"  #pragma omp parallel for num_threads(nt) schedule(static){collapse} if({work}L >= {PARALLEL_MIN}L)"
+    return f"  #pragma omp parallel for num_threads(nt) schedule(static){collapse} if(parallel: {work}L >= {PARALLEL_MIN}L)"
 
 
 def function_source(group: FusionGroup, fname: str) -> str:
@@ -101,6 +130,12 @@ def function_source(group: FusionGroup, fname: str) -> str:
         store = [f"q{j}[{out_index(iv)}] = out{j};" for j in range(len(group.outputs))]
         body = [f"{ind}{{"] + [f"{ind}  {s}" for s in loads(iv) + decl + ks.body.split("\n") + store] + [f"{ind}}}"]
         par = _parallel(max(len(dims) - 1, 1) if dims else 0, total)
+        # no element depends on another (an output reuses an input's buffer only at the same index): vectorize
+        # the innermost loop however many pointers the kernel has (gcc gives up on the alias checks otherwise)
+        if len(dims) > 1:
+            lines.insert(-1, lines[-1][:len(lines[-1]) - len(lines[-1].lstrip())] + "#pragma omp simd")
+        elif par:
+            par = par.replace("parallel for", "parallel for simd")
         return "\n".join(head + ([par] if par else []) + lines + body + ["}"]) + "\n"
     return ks.preamble + "\n".join(head + _reduction(group, ks, dims, loads, out_index, total) + ["}"]) + "\n"
 

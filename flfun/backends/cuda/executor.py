@@ -11,11 +11,12 @@ On a GPU a ``GraphRunner`` replays the step.
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
 from flfun.backends.cuda import lowering
-from flfun.compiler.executor import CodeGen, load, setup_arena, writes_out
+from flfun.compiler.executor import CodeGen, load, setup_arena, timed_runs, writes_out
 from flfun.compiler.fusion import FusedPrimitive, fuse_elementwise
 from flfun.compiler.liveness import plan_program
 from flfun.compiler.pipeline import optimized
@@ -80,8 +81,8 @@ class DeviceExecutable:
                  donated: tuple = ()):
         self.program, self.device, self.plan, self.donated = program, device, plan, tuple(donated)
         self.xp = device.xp
-        plan, self._block, self.arena = setup_arena(self, program, device, plan, donated)
-        self.source, names = generate(program, plan, device, consts, self.arena)
+        self._plan, self._block, self.arena = setup_arena(self, program, device, plan, donated)
+        self.source, names = generate(program, self._plan, device, consts, self.arena)
         self._run = load(self.source, names, f"<flfun.jit cupy {id(self):x}>")
         self._consts = consts
         self._lock = threading.Lock()
@@ -91,6 +92,13 @@ class DeviceExecutable:
             self.graphs = GraphRunner(self._run, self.donated, CupyGraphAPI(self.xp, device.id),
                                       extra_key=lambda: config.tf32)
         self._ndarray = self.xp.ndarray
+
+    def profile(self, *args, repeat: int = 5, clock=time.perf_counter) -> list[tuple[int, str, float]]:
+        """``(equation index, primitive, median seconds)`` of every equation over ``repeat`` runs of this
+        executable's own code with a ``clock()`` call around each equation (fused kernels write into the arena
+        as in a plain run; on a GPU the clock sees launches, not kernel time, unless it synchronizes)."""
+        source, names = generate(self.program, self._plan, self.device, self._consts, self.arena, timed=clock)
+        return timed_runs(self, load(source, names, "<flfun.jit profile>"), names["_times"], args, repeat)
 
     @property
     def graph_status(self) -> str:
@@ -111,11 +119,11 @@ class DeviceExecutable:
 
 
 # -------------------------------------------------------------------------------------------- code generation
-def generate(program: Program, plan: MemoryPlan, device, consts: list, arena):
+def generate(program: Program, plan: MemoryPlan, device, consts: list, arena, timed=None):
     """Source of ``_factory(*closure_values) -> run`` and the closure values by name. Unlike the CPU executor's,
     literals reach non-ufunc impls as device scalars and a fused equation writes all its outputs with
-    ``out=(...)``."""
-    g = CodeGen(program, plan, consts, device, arena)
+    ``out=(...)``. With a clock ``timed``, ``run`` appends each equation's time to the closure value ``_times``."""
+    g = CodeGen(program, plan, consts, device, arena, {"_clock": timed, "_times": []} if timed else None)
     device_literals: dict = {}
 
     def device_literal(v: Literal) -> str:
@@ -130,7 +138,7 @@ def generate(program: Program, plan: MemoryPlan, device, consts: list, arena):
             t = g.target(e.outputs[0])
             return [] if t is None else [f"out={t}"]
         return []
-    body = g.equations(device.backend, out_args, device_literal)
+    body = g.equations(device.backend, out_args, device_literal, timed=bool(timed))
     body += g.outputs(device.xp.may_share_memory, lambda v: f"{device_literal(v)}.copy()")
     return g.source(body), g.names
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 
 import numpy as np
 
@@ -74,14 +73,22 @@ def choose_many(xp, which, cases):
     return res
 
 
-def integer_pow(xp, x, *, y):
+def integer_pow(xp, x, *, y, out=None):
     if y == 2:
-        return xp.square(x)
+        return xp.square(x, out=out)
     if y == 1:
-        return x
-    if 3 <= y <= 8:   # repeated multiplication: xp.power on floats is ~50x slower than a multiply
-        return functools.reduce(operator.mul, [x] * y)
-    return xp.power(x, y).astype(x.dtype, copy=False)
+        return finish(x, out)
+    if 3 <= y <= 8:      # repeated multiplication: xp.power on floats is ~50x slower than a multiply
+        if out is None or xp.may_share_memory(out, x):
+            acc = x * x
+            for _ in range(y - 2):
+                acc = acc * x
+            return finish(acc, out)
+        xp.multiply(x, x, out=out)
+        for _ in range(y - 2):
+            xp.multiply(out, x, out=out)
+        return out
+    return finish(xp.power(x, y).astype(x.dtype, copy=False), out)
 
 
 def div(xp, x, y, out=None):
@@ -159,14 +166,14 @@ def impls(xp) -> dict:
     """name -> impl for ``xp``: its ufuncs bare (so the eager path stays lean and jit can pass ``out=``), the
     functions above with ``xp`` bound."""
     bound = {name: functools.partial(fn, xp) for name, fn in (
-        ("erf", erf), ("rem", rem), ("integer_pow", integer_pow), ("shift_left", shift_left),
+        ("erf", erf), ("rem", rem), ("shift_left", shift_left),
         ("shift_right_logical", shift_right_logical), ("clamp", clamp),
         ("convert_element_type", convert_element_type), ("complex", complex_),
         ("real", real), ("imag", imag), ("stop_gradient", _identity),
         ("optimization_barrier", _barrier))}
     writes = {name: WritesOut(functools.partial(fn, xp)) for name, fn in (
         ("rsqrt", rsqrt), ("div", div), ("select_n", select_n), ("logistic", logistic), ("expm1", expm1),
-        ("tanh", tanh))}
+        ("tanh", tanh), ("integer_pow", integer_pow))}
     return {**{name: getattr(xp, u) for name, u in UFUNCS.items()}, **bound, **writes,
             "round": WritesOut(in_float32(xp, xp.round))}      # numpy has no bfloat16 round
 
