@@ -40,6 +40,7 @@ def _fused_path(monkeypatch):
     """These tests run the fused path also in a run with ``FLFUN_CPU_FUSION=0``."""
     monkeypatch.setattr(config, "cpu_fusion", True)
     monkeypatch.setattr(cfuse, "MIN_WORK", 0)
+    monkeypatch.setattr(cfuse, "MIN_ELEMENTS", 0)
 
 
 def _trace(f, avals):
@@ -105,6 +106,7 @@ def test_jit_equals_eager_with_the_path_on_and_off(fusion, drawn):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(config, "cpu_fusion", fusion)
         mp.setattr(cfuse, "MIN_WORK", 0)
+        mp.setattr(cfuse, "MIN_ELEMENTS", 0)
         f = fl.jit(lambda *a: _eval(program, consts, a))
         got = f(*[fnp.asarray(a) for a in args])
         exe = f.lower(*[fnp.asarray(a) for a in args]).compile().executable
