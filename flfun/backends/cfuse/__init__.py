@@ -152,5 +152,5 @@ def set_threads_from_env() -> None:
         threads.set_cpu_threads(n)
 
 
-__all__ = ["MIN_ELEMENTS", "MIN_WORK", "NUMPY_FASTER", "OWN_FLOAT32", "CpuExecutable", "attach_kernels", "can_fuse", "compile_program", "enabled", "install",
-           "set_threads_from_env"]
+__all__ = ["MIN_ELEMENTS", "MIN_WORK", "NUMPY_FASTER", "OWN_FLOAT32", "CpuExecutable", "attach_kernels", "can_fuse",
+           "compile_program", "enabled", "install", "set_threads_from_env"]

@@ -99,7 +99,8 @@ def _parallel(n_outer: int, work: int) -> str:
     if n_outer == 0:
         return ""
     collapse = f" collapse({n_outer})" if n_outer > 1 else ""
-    return f"  #pragma omp parallel for num_threads(nt) schedule(static){collapse} if(parallel: {work}L >= {PARALLEL_MIN}L)"
+    cond = f"if(parallel: {work}L >= {PARALLEL_MIN}L)"      # (a bare if() would switch simd off too)
+    return f"  #pragma omp parallel for num_threads(nt) schedule(static){collapse} {cond}"
 
 
 def function_source(group: FusionGroup, fname: str) -> str:
