@@ -24,7 +24,6 @@ from flfun.compiler.passes import optimize
 from flfun.config import config
 from flfun.core import ShapedArray, register_impl
 from flfun.ir import Literal
-from flfun.distributed import threads
 from flfun.primitives import reduce as R
 from flfun.primitives import shape as S
 from flfun.transforms.jit import close_program
@@ -163,7 +162,6 @@ def test_special_values_are_numpys():
         _close(a, b, exact=True)
 
 
-
 def _ulps(got, exact):
     """|got - exact| in float32 ulps of the correctly rounded result (inf where exactly one is infinite)."""
     want = exact.astype(F32)
@@ -233,6 +231,7 @@ def test_the_fused_path_is_the_default_where_gcc_is():
             env["FLFUN_CPU_FUSION"] = value
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
         assert out.stdout.split()[-1] == str(fused), (value, out.stdout, out.stderr[-500:])
+
 
 # ---------------------------------------------------------------------------------------------- loop nests
 @pytest.mark.parametrize("shape,axes", [((64, 300), (1,)), ((300, 64), (0,)), ((5, 7, 600), (0, 2)),
@@ -304,8 +303,7 @@ def test_jit_fuses_a_training_step_and_matches_the_numpy_path(monkeypatch):
     np.testing.assert_allclose(np.asarray(fused(w, x)), np.asarray(step(w, x)), rtol=1e-5, atol=1e-6)
 
 
-
-def test_profile_times_the_fused_executables_own_run(monkeypatch):
+def test_profile_times_the_fused_executables_own_run():
     """``profile`` of a fused executable times the code it runs (kernels writing into the arena), one entry per
     equation, and leaves the results of a plain call as they were."""
     step, w, x = _step()
@@ -316,6 +314,7 @@ def test_profile_times_the_fused_executables_own_run(monkeypatch):
     assert [r[:2] for r in rows] == [(i, e.prim.name) for i, e in enumerate(exe.program.eqns)]
     assert any(name.startswith("flfun_fused") for _, name, _ in rows) and all(t >= 0 for *_, t in rows)
     np.testing.assert_array_equal(np.asarray(jitted(w, x)), want)
+
 
 def test_a_replaced_impl_is_left_out_of_fusion_and_runs():
     step, w, x = _step()

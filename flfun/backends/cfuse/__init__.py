@@ -100,13 +100,14 @@ NUMPY_FASTER = frozenset({"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "
 OWN_FLOAT32 = frozenset({"exp", "tanh", "logistic"})
 
 
-def can_fuse(e: Eqn, exclude: frozenset = NUMPY_FASTER) -> bool:
+def can_fuse(e: Eqn, exclude: frozenset | None = None) -> bool:
     """Whether ``e`` may join a fused CPU kernel: it has a C lowering, its numpy impl is the stock one and its
-    primitive is not in ``exclude`` (default: the ones numpy computes faster, except ``OWN_FLOAT32`` in
-    float32)."""
+    primitive is not in ``exclude`` (default: ``NUMPY_FASTER``, less ``OWN_FLOAT32`` where ``e`` is float32)."""
     name = e.prim.name
-    own = exclude is NUMPY_FASTER and name in OWN_FLOAT32 and all(v.aval.dtype == np.float32 for v in e.outputs)
-    return (own or name not in exclude) and fusible(e, lowering.TARGET) and _is_stock(name, e.prim.impls.get("numpy"))
+    if exclude is None:
+        float32 = all(v.aval.dtype == np.float32 for v in e.outputs)
+        exclude = NUMPY_FASTER - OWN_FLOAT32 if float32 else NUMPY_FASTER
+    return name not in exclude and fusible(e, lowering.TARGET) and _is_stock(name, e.prim.impls.get("numpy"))
 
 
 def _worth_a_kernel(e: Eqn) -> bool:
