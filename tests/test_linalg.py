@@ -540,3 +540,33 @@ def test_decomposition_failures_name_the_operation():
         fnp.linalg.solve(fnp.zeros((2, 2)), fnp.ones(2))
     with pytest.raises(np.linalg.LinAlgError, match=r"cholesky: .*positive definite \(input f32\[2,2\]\)"):
         fnp.linalg.cholesky(-fnp.eye(2))
+
+
+def test_im2col_columns_reuse_a_buffer_per_thread_and_results_stay_independent(monkeypatch):
+    import threading
+    import flfun.backends.xp.linalg as impl
+    fnp.zeros(1)
+    monkeypatch.setattr(impl, "_scatter_is_cheaper", lambda *a: False)
+    conv = primitives.get("conv_general_dilated").impls["numpy"]
+    params = {"window_strides": (1, 1), "padding": ((1, 1), (0, 1)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1),
+              "dimension_numbers": lax.conv_dimension_numbers((1,) * 4, (1,) * 4, ("NHWC", "HWIO", "NHWC")),
+              "feature_group_count": 1, "batch_group_count": 1}
+    xs, w = [np.ascontiguousarray(_rand((2, 3, 6, 5)).transpose(0, 2, 3, 1)) for _ in range(4)], _rand((3, 2, 3, 4))
+    first = conv(xs[0], w, **params)
+    kept = first.copy()
+    conv(xs[1], w, **params)
+    assert getattr(impl._SCRATCH, "buf", None) is not None and not np.shares_memory(first, impl._SCRATCH.buf)
+    np.testing.assert_array_equal(first, kept)              # the next call's columns left the first result alone
+    monkeypatch.setattr(impl, "SCRATCH_LIMIT", 0)           # fresh column arrays: the same numbers
+    np.testing.assert_array_equal(conv(xs[0], w, **params), kept)
+    monkeypatch.undo()
+    monkeypatch.setattr(impl, "_scatter_is_cheaper", lambda *a: False)
+    want, got = [conv(x, w, **params) for x in xs], [None] * len(xs)
+
+    def work(i):
+        for _ in range(30):
+            got[i] = conv(xs[i], w, **params)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]
+    [t.start() for t in threads], [t.join() for t in threads]
+    for g, r in zip(got, want):
+        np.testing.assert_array_equal(g, r)

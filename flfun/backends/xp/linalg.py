@@ -13,7 +13,10 @@ from __future__ import annotations
 import functools
 import itertools
 import string
+import threading
 from math import prod
+
+import numpy as np
 
 from flfun.backends.xp.common import WritesOut, finish, in_float32
 from flfun.primitives.linalg import conv_output_shape
@@ -135,6 +138,31 @@ def scatter_conv(xp, x, w, padding, rhs_dilation, osz):
     return xp.transpose(res, (0, ns + 1) + tuple(range(1, ns + 1)) if last else (1, 0) + sp)
 
 
+_SCRATCH = threading.local()
+SCRATCH_LIMIT = 1 << 26   # bytes: numpy column matrices up to this size are copied into one buffer per thread
+
+
+def _columns(win, perm, shape):
+    """The im2col column matrix ``reshape(transpose(win, perm), shape)``. Where that needs a copy of a numpy
+    array, the copy goes into a buffer that each thread keeps (it is only read by the GEMM that follows): a
+    fresh 40 MB array costs ~0.2 ms per MB of page faults on every call, as much as the copy itself."""
+    view = win.transpose(perm)
+    if not isinstance(win, np.ndarray) or view.nbytes > SCRATCH_LIMIT:
+        return view.reshape(shape)
+    try:
+        return np.reshape(view, shape, copy=False)      # a view: nothing to copy
+    except TypeError:                                    # numpy < 2.1 has no copy=
+        return view.reshape(shape)
+    except ValueError:
+        pass
+    buf = getattr(_SCRATCH, "buf", None)
+    if buf is None or buf.nbytes < view.nbytes:
+        buf = _SCRATCH.buf = np.empty(view.nbytes, np.uint8)
+    cols = buf[:view.nbytes].view(view.dtype).reshape(view.shape)
+    np.copyto(cols, view)
+    return cols.reshape(shape)
+
+
 def _columns_layout(x, N, C, BG, ksz, osz, ospec, rhs_dilation, window_strides) -> str:
     """How to copy the im2col columns so that the copy's innermost run is a long contiguous one (one GEMM per
     group): rows and columns of the column matrix, e.g. ``"skc"``: rows (n, *O), columns (*K, c)."""
@@ -189,15 +217,14 @@ def conv(xp, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, d
         return finish(xp.transpose(xp.reshape(xp.matmul(wm, cols), (Nb, O) + osz), final), out)
     if layout == "skc":
         wm = xp.reshape(xp.transpose(w, (0,) + sp + (1,)), (BG, O // BG, K * Cg))
-        cols = xp.reshape(xp.transpose(win, (0, 2, 1) + oax + kax + (3,)), (BG, Nb * S, K * Cg))
+        cols = _columns(win, (0, 2, 1) + oax + kax + (3,), (BG, Nb * S, K * Cg))
     elif layout == "ckn":
         wm = xp.reshape(xp.transpose(w, (1,) + sp + (0,)), (1, Cg * K, O))
-        cols = xp.reshape(xp.transpose(win, (0, 2, 3) + kax + oax + (1,)), (1, Cg * K, S * Nb))
+        cols = _columns(win, (0, 2, 3) + kax + oax + (1,), (1, Cg * K, S * Nb))
     else:
         wm = xp.reshape(w, (BG, O // BG, Cg * K))
         perm = (0, 2, 1) + oax + (3,) + kax if layout == "sck" else (0, 2, 3) + kax + (1,) + oax
-        cols = xp.reshape(xp.transpose(win, perm),
-                          (BG, Nb * S, Cg * K) if layout == "sck" else (BG, Cg * K, Nb * S))
+        cols = _columns(win, perm, (BG, Nb * S, Cg * K) if layout == "sck" else (BG, Cg * K, Nb * S))
     if BG == 1:   # the GEMM's result as canonical axes (n = 0, o = 1, spatial 2...)
         a, b, raw_axes = {"skc": (cols[0], wm[0].T, (0,) + sp + (1,)), "sck": (cols[0], wm[0].T, (0,) + sp + (1,)),
                           "cks": (wm[0], cols[0], (1, 0) + sp), "ckn": (cols[0].T, wm[0], sp + (0, 1))}[layout]
