@@ -547,26 +547,29 @@ def test_im2col_columns_reuse_a_buffer_per_thread_and_results_stay_independent(m
     import flfun.backends.xp.linalg as impl
     fnp.zeros(1)
     monkeypatch.setattr(impl, "_scatter_is_cheaper", lambda *a: False)
+    monkeypatch.setattr(impl, "_SCRATCH", threading.local())        # no buffer left by an earlier test
     conv = primitives.get("conv_general_dilated").impls["numpy"]
-    params = {"window_strides": (1, 1), "padding": ((1, 1), (0, 1)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1),
+    params = {"window_strides": (1, 1), "padding": ((1, 1), (1, 1)), "lhs_dilation": (1, 1), "rhs_dilation": (1, 1),
               "dimension_numbers": lax.conv_dimension_numbers((1,) * 4, (1,) * 4, ("NHWC", "HWIO", "NHWC")),
               "feature_group_count": 1, "batch_group_count": 1}
-    xs, w = [np.ascontiguousarray(_rand((2, 3, 6, 5)).transpose(0, 2, 3, 1)) for _ in range(4)], _rand((3, 2, 3, 4))
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((4, 24, 24, 16), dtype=np.float32) for _ in range(4)]
+    w = rng.standard_normal((3, 3, 16, 16), dtype=np.float32)
     first = conv(xs[0], w, **params)
     kept = first.copy()
     conv(xs[1], w, **params)
-    assert getattr(impl._SCRATCH, "buf", None) is not None and not np.shares_memory(first, impl._SCRATCH.buf)
+    buf = impl._SCRATCH.buf                                          # this call's columns went there
+    assert buf.nbytes == xs[1].size * 9 * 4 and not np.shares_memory(first, buf)
     np.testing.assert_array_equal(first, kept)              # the next call's columns left the first result alone
     monkeypatch.setattr(impl, "SCRATCH_LIMIT", 0)           # fresh column arrays: the same numbers
     np.testing.assert_array_equal(conv(xs[0], w, **params), kept)
-    monkeypatch.undo()
-    monkeypatch.setattr(impl, "_scatter_is_cheaper", lambda *a: False)
-    want, got = [conv(x, w, **params) for x in xs], [None] * len(xs)
+    monkeypatch.setattr(impl, "SCRATCH_LIMIT", 1 << 26)
+    want, wrong, start = [conv(x, w, **params) for x in xs], [0] * len(xs), threading.Barrier(len(xs))
 
-    def work(i):
+    def work(i):        # with one buffer shared by all threads, 4-7 of the 30 results per thread came out wrong
+        start.wait()
         for _ in range(30):
-            got[i] = conv(xs[i], w, **params)
+            wrong[i] += not np.array_equal(conv(xs[i], w, **params), want[i])
     threads = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]
     [t.start() for t in threads], [t.join() for t in threads]
-    for g, r in zip(got, want):
-        np.testing.assert_array_equal(g, r)
+    assert wrong == [0] * len(xs)
